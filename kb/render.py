@@ -73,3 +73,53 @@ def entry_blocks(e: Entry, reg: Registry, lang: str, fixes: list[Any] | None = N
 def render_entry(e: Entry, reg: Registry, lang: str = "en", console: Console | None = None) -> None:
     console = console or Console()
     console.print(Panel(Group(*entry_blocks(e, reg, lang)), title=f"[bold]{e.title.get(lang)}[/]  [dim]{e.id}[/]"))
+
+
+ANSWER_LABELS = {
+    "en": {"closest": "Closest entries (not a confident match)", "why": "why", "notes": "About the names you used",
+           "score": "score", "touched": "Your query repeats this myth"},
+    "zh": {"closest": "最接近的条目（匹配度不够，仅供参考）", "why": "匹配依据", "notes": "关于你提到的参数名",
+           "score": "得分", "touched": "你的问题里提到了这个误区"},
+}
+
+
+def render_answer(ans: dict[str, Any], reg: Registry, console: Console | None = None) -> None:
+    """Print a ``kb ask`` answer: notes, findings, then each result with fixes, params, myths, sources."""
+    console = console or Console()
+    lang = ans["lang"]
+    L, AL = LABELS[lang], ANSWER_LABELS[lang]
+    for f in ans.get("findings", []):
+        console.print(Text(f"[{f.get('severity', 'info')}] {f.get('message', '')}", style="yellow"))
+    if ans.get("notes"):
+        console.print(Text(AL["notes"], style="bold yellow"))
+        for n in ans["notes"]:
+            console.print(Text(f"  ! {n['message']}", style="yellow"))
+    if not ans["answered"]:
+        console.print(Text(ans["message"], style="bold"))
+        if ans["closest"]:
+            console.print(Text(AL["closest"], style="dim"))
+            for c in ans["closest"]:
+                console.print(Text(f"  ? {c['title']}  [{c['id']}, {AL['score']} {c['score']}]", style="dim"))
+        return
+    for i, r in enumerate(ans["results"], 1):
+        parts: list[Any] = [Text(r["summary"])]
+        parts.append(Text(f"\n{L['fixes']}", style="bold"))
+        for j, f in enumerate(r["fixes"], 1):
+            parts.append(Text(f"  {j}. {f['title']}", style="bold green"))
+            parts.append(Text(f"     {f['text']}"))
+            if f.get("snippet"):
+                parts.append(Syntax(f["snippet"]["code"].rstrip(), f["snippet"]["lang"], theme="ansi_dark"))
+        if r["params"]:
+            parts.append(Text(f"\n{L['params']}", style="bold"))
+            parts.extend(Text(f"  {param_line(reg, rid)}", style="cyan") for rid in r["params"])
+        myths = [m for m in r["myths"] if m["touched"]] or (r["myths"] if i == 1 else [])
+        if myths:
+            parts.append(Text(f"\n{L['myths']}", style="bold"))
+            for m in myths:
+                flag = f"  ({AL['touched']})" if m["touched"] else ""
+                parts.append(Text(f"  \u2717 {L['wrong']}: {m['claim']}{flag}", style="red"))
+                parts.append(Text(f"  \u2713 {L['right']}: {m['correction']}", style="green"))
+        parts.append(Text(f"\n{L['sources']}", style="bold"))
+        parts.extend(Text(f"  {source_line(Source(**s))}", style="dim") for s in r["sources"])
+        parts.append(Text(f"\n{AL['why']}: {r['why']}", style="dim italic"))
+        console.print(Panel(Group(*parts), title=f"[bold]{i}. {r['title']}[/]  [dim]{r['id']} \u00b7 {AL['score']} {r['score']}[/]"))

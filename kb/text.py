@@ -1,0 +1,214 @@
+"""Text handling shared by the indexer and the query path: tokenizing, language, tracebacks.
+
+The lexical tokenizer keeps parameter names whole (``stage3_prefetch_bucket_size``,
+``zero_optimization.offload_param``) and also emits their parts, folds spelling variants of the
+same concept (``zero3`` / ``ZeRO-3`` / ``stage 3`` / ``z3``), splits Chinese into character bigrams
+(no dictionary load, so the CLI starts fast) and adds English glossary terms for Chinese words, so a
+Chinese query also matches the English side of an entry.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{CJK}]+")
+_HAS_CJK = re.compile(f"[{CJK}]")
+
+# variant spellings -> one canonical token (applied to lower-cased text before tokenizing)
+_VARIANTS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bzero[\s_-]*(?:stage[\s_-]*)?([0-3])\b|\bz([0-3])\b|\bzero([0-3])\b"), r" zero\1\2\3 "),
+    (re.compile(r"\bstage[\s_-]*([0-3])\b"), r" zero\1 "),
+    (re.compile(r"\bds\b"), " deepspeed "),
+    (re.compile(r"\bhf\b"), " huggingface "),
+    (re.compile(r"\bgpus?\b"), " gpu "),
+    (re.compile(r"\b(?:out[\s_-]*of[\s_-]*memory|cuda\s*oom)\b"), " oom "),
+    (re.compile(r"\bbfloat16\b"), " bf16 "),
+    (re.compile(r"\bfloat16\b|\bhalf\b"), " fp16 "),
+    (re.compile(r"\bckpt\b"), " checkpoint "),
+    (re.compile(r"\bnvme\b"), " nvme "),
+    (re.compile(r"\bq[\s-]?lora\b"), " qlora "),
+    (re.compile(r"\bgrad(?:ient)?[\s_-]*(?:checkpointing|ckpt)\b"), " gradient_checkpointing "),
+    (re.compile(r"\bbs\b"), " batch_size "),
+    (re.compile(r"\bfine[\s-]*tun\w*|\bfinetun\w*"), " finetune "),
+]
+
+# Chinese terms -> English tokens they mean in this field (added, not replacing)
+GLOSSARY: dict[str, str] = {
+    "爆显存": "oom gpu memory",
+    "显存": "gpu memory",
+    "内存": "cpu ram memory host",
+    "溢出": "overflow",
+    "卡住": "hang stuck",
+    "卡死": "hang stuck",
+    "不动": "hang stuck",
+    "超时": "timeout",
+    "保存": "save checkpoint",
+    "存": "save",
+    "加载": "load",
+    "载入": "load",
+    "权重": "weights",
+    "精度": "precision",
+    "混合精度": "mixed precision",
+    "半精度": "fp16",
+    "梯度": "gradient",
+    "多卡": "multi gpu",
+    "单卡": "single gpu one",
+    "多机": "multi node",
+    "量化": "quantize quantization",
+    "优化器": "optimizer",
+    "报错": "error",
+    "错误": "error",
+    "慢": "slow",
+    "速度": "speed slow",
+    "编译": "build compile",
+    "断点续训": "resume checkpoint",
+    "续训": "resume",
+    "恢复": "resume",
+    "全参": "full fine-tune",
+    "全量": "full fine-tune",
+    "微调": "fine-tune finetune",
+    "训练": "train training",
+    "第一步": "first step",
+    "步": "step",
+    "切分": "partition shard",
+    "分片": "partition shard",
+    "碎片": "fragmentation",
+    "激活": "activation",
+    "重计算": "checkpointing recompute",
+    "序列长度": "sequence length",
+    "长度": "length",
+    "参数": "parameter param",
+    "配置": "config",
+    "模型": "model",
+    "卸载": "offload",
+    "合并": "merge",
+    "推理": "inference generate",
+    "生成": "generate",
+    "通信": "communication",
+    "启动": "launch",
+    "指定": "select choose",
+    "专家": "expert moe",
+    "词表": "vocab embedding resize",
+    "扩充": "resize",
+    "损失": "loss",
+    "不支持": "not supported unsupported",
+    "版本": "version",
+    "不匹配": "mismatch",
+    "数据": "data dataset",
+    "预处理": "preprocess tokenize",
+    "主进程": "main process rank 0",
+    "为什么": "why",
+    "没用": "no effect",
+    "没效果": "no effect",
+    "不降": "no effect",
+    "变大": "higher increase",
+}
+_GLOSS_RE = re.compile("|".join(sorted(map(re.escape, GLOSSARY), key=len, reverse=True)))
+
+STOP_EN = frozenset(
+    "a an and are as at be been but by can do does did for from had has have how i if in into is it its "
+    "me my no not of on or our so that the their them then there these they this to too was we were what "
+    "when where which while who why will with you your just any some get got still even also after before "
+    "same like using use used run running ran".split()
+)
+STOP_ZH = frozenset("的 了 是 在 我 你 吗 呢 吧 啊 就 都 也 和 与 或 一个 这个 那个 怎么 什么 还是 没有 请问".split())
+
+# Tokens (after tokenize) that place a question in kb's field. A question with none of them and no
+# registry name is probably about something else; retrieval discounts it (kb.retrieve.NO_ANCHOR_FACTOR).
+DOMAIN_ANCHORS = frozenset(
+    "deepspeed zero zero0 zero1 zero2 zero3 offload accelerate transformers transformer huggingface trainer "
+    "peft lora qlora adapter from_pretrained nccl fp16 bf16 checkpoint oom finetune fine-tune sft pretrain "
+    "torchrun ds_config llama mistral mixtral qwen moe optimizer adam gradient_checkpointing gradient "
+    "nvme pin_memory partition shard fsdp bitsandbytes 4bit 8bit quantize overflow loss_scale "
+    "微调 训练 显存 全参 多卡 单卡 爆显存 续训 断点续训".split()
+)
+
+_IDENT = re.compile(r"--?[A-Za-z][\w-]*|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*")
+_NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[a-zA-Z]*")
+
+
+def detect_lang(text: str) -> str:
+    """'zh' when the text has Chinese characters, else 'en'."""
+    return "zh" if _HAS_CJK.search(text) else "en"
+
+
+def normalize(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = _CJK_RUN.sub(lambda m: f" {m.group(0)} ", text)  # "zero-3第一步" -> word boundaries work
+    for rx, rep in _VARIANTS:
+        text = rx.sub(rep, text)
+    return text
+
+
+def _stem(tok: str) -> str:
+    if len(tok) > 4 and tok.endswith("ies"):
+        return tok[:-3] + "y"
+    if len(tok) > 3 and tok.endswith("s") and not tok.endswith(("ss", "us", "is")):
+        return tok[:-1]
+    return tok
+
+
+def tokenize(text: str) -> list[str]:
+    """Lexical tokens: identifiers whole and in parts, folded variants, CJK bigrams, glossary terms."""
+    norm = normalize(text)
+    toks: list[str] = []
+    # Chinese: glossary expansion on the original run, then character bigrams (unigram if alone)
+    for run in _CJK_RUN.findall(norm):
+        for m in _GLOSS_RE.findall(run):
+            toks.extend(_stem(w) for w in GLOSSARY[m].split() if w not in STOP_EN)
+        if len(run) == 1:
+            if run not in STOP_ZH:
+                toks.append(run)
+        else:
+            toks.extend(run[i : i + 2] for i in range(len(run) - 1))
+    rest = _CJK_RUN.sub(" ", norm)
+    for m in _IDENT.finditer(rest):
+        tok = m.group(0).lstrip("-")
+        if "." in tok or "_" in tok.strip("_"):
+            toks.append(tok)
+            for part in re.split(r"[._]+", tok):
+                if len(part) > 1 and part not in STOP_EN:
+                    toks.append(_stem(part))
+        elif len(tok) > 1 and tok not in STOP_EN:
+            toks.append(_stem(tok))
+    for m in _NUM.finditer(rest):
+        s = m.group(0)
+        if s.endswith(("b", "g", "gb")) or s in ("0", "1", "2", "3"):
+            toks.append(s)  # model sizes and memory amounts are informative ("7b", "80g")
+    return toks
+
+
+# ---------------------------------------------------------------- pasted tracebacks / logs
+
+_TB_SUBS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\[rank\d+\]:?\s*"), ""),
+    (re.compile(r'File "[^"]+", line \d+, in \S+'), "File"),
+    (re.compile(r"(?:/[\w.\-+@]+)+/?"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:[KMGT]i?B)\b"), "<size>"),
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])"), "<n>"),
+    (re.compile(r"[ \t]+"), " "),
+]
+
+
+def normalize_traceback(text: str) -> str:
+    """Strip what differs between two reports of the same error: ranks, paths, hex, numbers."""
+    for rx, rep in _TB_SUBS:
+        text = rx.sub(rep, text)
+    return text.strip()
+
+
+def looks_like_log(text: str) -> bool:
+    return bool(re.search(r"Traceback \(most recent call last\)|\w+(?:Error|Exception):|^\[\d{4}-\d\d-\d\d", text, re.M))
+
+
+def identifiers(text: str) -> list[str]:
+    """Parameter-like names in free text: snake_case, dotted paths, --flags, CamelCase APIs, ENV_VARS."""
+    out: list[str] = []
+    for m in re.finditer(r"--[a-z][\w-]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b", text):
+        s = m.group(0).strip(".")
+        if s not in out and not s.startswith(("http", "www")):
+            out.append(s)
+    return out
