@@ -420,25 +420,11 @@ def _callable_records(pkg: str, version: str, path: str, obj: Any, with_kwargs: 
         )
     ]
     if with_kwargs:
-        target = obj.__init__ if inspect.isclass(obj) else obj
-        try:
-            sig = inspect.signature(target)
-        except (TypeError, ValueError):
-            return out
-        for p in sig.parameters.values():
-            if p.name in ("self", "cls") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            out.append(
-                _record(
-                    id=f"{pkg}:{path}.{p.name}", package=pkg, version=version, kind="kwarg", name=p.name,
-                    path=f"{path}.{p.name}", type=_clean_type(p.annotation), default=_default_repr(p.default),
-                    source_file=loc[0], source_line=loc[1],
-                )
-            )
+        out.extend(_signature_kwargs(pkg, version, path, obj.__init__ if inspect.isclass(obj) else obj, loc))
     return out
 
 
-def _method_records(pkg: str, version: str, path: str, cls: type) -> list[dict]:
+def _method_records(pkg: str, version: str, path: str, cls: type, with_kwargs: bool = True) -> list[dict]:
     out = []
     for name, member in sorted(vars(cls).items()):
         if name.startswith("_") or not (inspect.isfunction(member) or isinstance(member, (classmethod, staticmethod))):
@@ -451,6 +437,27 @@ def _method_records(pkg: str, version: str, path: str, cls: type) -> list[dict]:
             _record(
                 id=f"{pkg}:{path}.{name}", package=pkg, version=version, kind="method", name=name,
                 path=f"{path}.{name}", type="method", doc=_short_doc(func.__doc__),
+                source_file=loc[0], source_line=loc[1],
+            )
+        )
+        if with_kwargs:
+            out.extend(_signature_kwargs(pkg, version, f"{path}.{name}", func, loc))
+    return out
+
+
+def _signature_kwargs(pkg: str, version: str, path: str, func: Any, loc: tuple[str, int]) -> list[dict]:
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return []
+    out = []
+    for p in sig.parameters.values():
+        if p.name in ("self", "cls") or p.name.startswith("_") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        out.append(
+            _record(
+                id=f"{pkg}:{path}.{p.name}", package=pkg, version=version, kind="kwarg", name=p.name,
+                path=f"{path}.{p.name}", type=_clean_type(p.annotation), default=_default_repr(p.default),
                 source_file=loc[0], source_line=loc[1],
             )
         )
@@ -658,6 +665,10 @@ def _deprecated_kwargs(records: list[dict], func: Callable) -> None:
 
 
 TRANSFORMERS_FUNCS = [
+    "transformers.GenerationMixin.generate",
+    "transformers.Seq2SeqTrainer",
+    "transformers.DataCollatorWithPadding",
+    "transformers.DataCollatorForSeq2Seq",
     "transformers.integrations.HfDeepSpeedConfig",
     "transformers.integrations.is_deepspeed_zero3_enabled",
     "transformers.integrations.deepspeed.deepspeed_load_checkpoint",
@@ -748,8 +759,9 @@ def build_peft() -> list[dict]:
 
     pkg, version = "peft", md.version("peft")
     out = _dataclass_records(pkg, version, "LoraConfig", peft.LoraConfig)
-    for dotted in ("peft.get_peft_model", "peft.prepare_model_for_kbit_training", "peft.PeftModel.from_pretrained"):
-        out += _callable_records(pkg, version, dotted.removeprefix("peft."), _resolve(dotted), with_kwargs=False)
+    for dotted in ("peft.get_peft_model", "peft.prepare_model_for_kbit_training", "peft.PeftModel.from_pretrained",
+                   "peft.get_peft_model_state_dict", "peft.set_peft_model_state_dict"):
+        out += _callable_records(pkg, version, dotted.removeprefix("peft."), _resolve(dotted))
     out += _method_records(pkg, version, "PeftModel", peft.PeftModel)
     return out
 
@@ -763,6 +775,9 @@ TORCH_FUNCS = [
     "torch.cuda.empty_cache",
     "torch.cuda.set_per_process_memory_fraction",
     "torch.cuda.is_bf16_supported",
+    "torch.cuda.get_device_capability",
+    "torch.cuda.memory._record_memory_history",
+    "torch.cuda.memory._dump_snapshot",
     "torch.utils.checkpoint.checkpoint",
     "torch.distributed.init_process_group",
     "torch.distributed.barrier",

@@ -21,6 +21,9 @@ from kb.text import identifiers, looks_like_log
 
 MAX_QUERY_CHARS = 20_000
 MAX_CLOSEST = 3
+# results far below the best match are noise, not alternatives: on the entries' own tests a right
+# answer ranked 2nd-3rd scores >= 0.78x the top, a near miss <= 0.70x (docs/retrieval.md)
+RELATIVE_KEEP = 0.75
 
 MESSAGES = {
     "en": {
@@ -111,7 +114,8 @@ class Engine:
         answered = bool(hits) and hits[0].score >= ANSWER_THRESHOLD
         out: dict[str, Any] = {"query": query, "lang": lang, "answered": answered}
         if answered:
-            keep = [h for h in hits[:k] if h.score >= ANSWER_THRESHOLD * 0.75]
+            floor = max(ANSWER_THRESHOLD * 0.75, hits[0].score * RELATIVE_KEEP)
+            keep = [h for h in hits[:k] if h.score >= floor]
             out["results"] = [self._result(h, lang, query) for h in keep]
             out["closest"] = []
         else:

