@@ -170,9 +170,7 @@ def build_index(
     tmp.mkdir()
     try:
         np.save(tmp / "vectors.npy", vectors)
-        index = faiss.IndexFlatIP(dim)
-        index.add(vectors)
-        faiss.write_index(index, str(tmp / "dense.faiss"))
+        faiss.write_index(make_dense_index(vectors), str(tmp / "dense.faiss"))
         bm = bm25s.BM25()
         bm.index([tokenize(u.text) or [""] for u in units], show_progress=False)
         bm.save(str(tmp / "bm25"), show_progress=False)
@@ -211,6 +209,24 @@ def build_index(
         reused=len(dense_units) - len(todo), changed_entries=changed, seconds=time.perf_counter() - t0,
         embedder=embedder.id, skipped=skipped,
     )
+
+
+EXACT_LIMIT = 50_000  # above this many units an exhaustive scan costs > 5 ms a query; use HNSW
+
+
+def make_dense_index(vectors: np.ndarray):
+    """Exact inner-product search for a KB-sized index; HNSW (approximate, ~1 ms) for a large one."""
+    import faiss
+
+    dim = vectors.shape[1]
+    if len(vectors) <= EXACT_LIMIT:
+        index = faiss.IndexFlatIP(dim)
+    else:
+        index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = 80
+        index.hnsw.efSearch = 96
+    index.add(vectors)
+    return index
 
 
 def _load_previous(out: Path):

@@ -86,17 +86,21 @@ class Retriever:
         self._indptr = bm.scores["indptr"]
         self._indices = bm.scores["indices"]
         self._n_units = len(index.units)
-        self._unit_entry = np.array(index.unit_entry)
+        self._entry_ids = list(index.entries)
+        self._entry_pos = {e: i for i, e in enumerate(self._entry_ids)}
+        self._unit_entry_idx = np.array([self._entry_pos[e] for e in index.unit_entry], dtype=np.int64)
         # entry -> param names (leaf) and myth names, for "the query names a parameter" matching
         self._names: dict[str, set[str]] = {}
-        self._sigs: list[tuple[str, re.Pattern[str], str]] = []
+        # signature regex -> (source, entries); keyed by compiled pattern and its required literal
+        self._sigs: dict[tuple[re.Pattern[str], str], tuple[str, list[str]]] = {}
         self._titles = {eid: (e["title"]["en"] + " " + e["title"]["zh"]).lower() for eid, e in index.entries.items()}
         for eid, e in index.entries.items():
             names = {p.split(":", 1)[1].rsplit(".", 1)[-1].split("/")[-1].lower() for p in _all_params(e)}
             names |= {n["name"].lower() for m in e.get("myths", []) for n in m["names"]}
             self._names[eid] = names
             for s in e.get("signatures", []):
-                self._sigs.append((eid, re.compile(s, re.I | re.S), s))
+                key = (re.compile(s, re.I | re.S), _required_literal(s))
+                self._sigs.setdefault(key, (s, []))[1].append(eid)
 
     # ------------------------------------------------------------ pieces
 
@@ -105,12 +109,16 @@ class Retriever:
         df = 0 if tid is None else int(self._indptr[tid + 1] - self._indptr[tid])
         return math.log(1 + (self._n_units - df + 0.5) / (df + 0.5))
 
-    def _coverage(self, qtoks: list[str]) -> tuple[dict[str, float], dict[str, list[str]]]:
-        uniq = list(dict.fromkeys(qtoks))
+    def _coverage(self, qtoks: list[str]) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
+        """IDF-weighted share of the query's terms each entry contains (vectorised over entries).
+
+        Returns the coverage per entry index and, for the "why", each matched term with the entry
+        indices that contain it.
+        """
+        cov = np.zeros(len(self._entry_ids), dtype=np.float64)
+        matched: list[tuple[str, np.ndarray]] = []
         total = 0.0
-        per_entry: dict[str, float] = {}
-        terms: dict[str, list[str]] = {}
-        for t in uniq:
+        for t in dict.fromkeys(qtoks):
             w = self._idf(t)
             tid = self._vocab.get(t)
             if tid is None and re.match(r"^[\u3400-\u9fff]{2}$", t):
@@ -118,13 +126,12 @@ class Retriever:
             total += w
             if tid is None:
                 continue
-            docs = self._indices[self._indptr[tid] : self._indptr[tid + 1]]
-            for eid in set(self._unit_entry[docs].tolist()):
-                per_entry[eid] = per_entry.get(eid, 0.0) + w
-                terms.setdefault(eid, []).append(t)
-        if total <= 0:
-            return {}, {}
-        return {k: v / total for k, v in per_entry.items()}, terms
+            ents = np.unique(self._unit_entry_idx[self._indices[self._indptr[tid] : self._indptr[tid + 1]]])
+            cov[ents] += w
+            matched.append((t, ents))
+        if total > 0:
+            cov /= total
+        return cov, matched
 
     def search(self, query: str, k: int = 5, facts: QueryFacts | None = None, query_params: list[str] | None = None) -> list[Hit]:
         """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query."""
@@ -153,7 +160,8 @@ class Retriever:
         qtoks = tokenize(query)
         if qtoks:
             scores = idx.bm25.get_scores(qtoks)
-            top = np.argsort(-scores)[:N_DENSE]
+            top = np.argpartition(-scores, min(N_DENSE, len(scores) - 1))[:N_DENSE]
+            top = top[np.argsort(-scores[top])]
             best = float(scores[top[0]]) if len(top) else 0.0
             for u in top.tolist():
                 s = float(scores[u])
@@ -163,16 +171,21 @@ class Retriever:
                 rel = s / best if best > 0 else 0.0
                 if rel > h.bm25:
                     h.bm25, h.bm25_unit = rel, u
-            cov, terms = self._coverage(qtoks)
-            for eid, c in cov.items():
-                h = hit(eid)
-                h.coverage, h.matched_terms = c, terms[eid]
-        # signatures (raw and normalised text)
+            cov, matched = self._coverage(qtoks)
+            # candidates: whatever dense/BM25 found, plus the best-covered entries
+            for ei in np.argpartition(-cov, min(N_DENSE, len(cov) - 1))[:N_DENSE].tolist():
+                if cov[ei] > 0:
+                    hit(self._entry_ids[ei])
+        else:
+            cov, matched = np.zeros(len(self._entry_ids)), []
+        # signatures (raw and normalised text); a regex runs only if its longest literal is in the text
         norm = normalize_traceback(query)
-        for eid, rx, src in self._sigs:
-            if rx.search(query) or rx.search(norm):
-                h = hit(eid)
-                h.signature = h.signature or src
+        low = f"{query}\n{norm}".lower()
+        for (rx, lit), (src, eids) in self._sigs.items():
+            if lit in low and (rx.search(query) or rx.search(norm)):
+                for eid in eids:
+                    h = hit(eid)
+                    h.signature = h.signature or src
         # named parameters
         title_named: set[str] = set()
         for name in query_params or []:
@@ -182,6 +195,8 @@ class Retriever:
                     hit(eid).params.append(name)
                     if leaf in self._titles[eid]:
                         title_named.add(eid)
+        for h in hits.values():
+            h.coverage = float(cov[self._entry_pos[h.entry_id]])
         # config conditions
         if facts is not None:
             for eid, h in hits.items():
@@ -201,8 +216,11 @@ class Retriever:
             )
             if not anchored and not h.signature:
                 h.score *= NO_ANCHOR_FACTOR
-        ranked = sorted(hits.values(), key=lambda h: (-h.score, h.entry_id))
-        return ranked[:k]
+        ranked = sorted(hits.values(), key=lambda h: (-h.score, h.entry_id))[:k]
+        for h in ranked:  # for the "why" of the results shown only
+            ei = self._entry_pos[h.entry_id]
+            h.matched_terms = [t for t, ents in matched if ents[min(np.searchsorted(ents, ei), len(ents) - 1)] == ei]
+        return ranked
 
     def _apply_conditions(self, h: Hit, cond: dict | None, facts: QueryFacts) -> None:
         if not cond:
@@ -235,6 +253,36 @@ class Retriever:
             parts.append("terms: " + " ".join(h.matched_terms[:8]))
         parts.extend(h.condition_notes)
         return "; ".join(parts)
+
+
+def _required_literal(pattern: str) -> str:
+    """The longest run of literal text a match of ``pattern`` must contain ('' if unsure), lower-cased."""
+    if re.search(r"(?<!\\)[|?*{]", pattern) and "|" in pattern:
+        return ""  # alternation: no single literal is required
+    runs, cur, i = [], "", 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt.isalnum():  # \d, \s, \w ... : a class, not a literal
+                runs.append(cur)
+                cur = ""
+            else:
+                cur += nxt
+            i += 2
+            continue
+        if c in ".^$*+?{}[]()|":
+            if c in "*?{" and cur:
+                cur = cur[:-1]  # the quantified character is optional
+            runs.append(cur)
+            cur = ""
+            if c == "[":
+                i = pattern.find("]", i + 1) if "]" in pattern[i + 1 :] else len(pattern)
+        else:
+            cur += c
+        i += 1
+    runs.append(cur)
+    return max(runs, key=len).lower()
 
 
 def _clip(s: str, n: int = 70) -> str:
