@@ -55,8 +55,13 @@ def warm(engine, qs: list[str], passes: int = 2) -> dict:
             emb.embed_queries([q])
             embed.append((time.perf_counter() - t) * 1000)
     rest = [t - e for t, e in zip(total, embed, strict=True)]
-    return {"n": len(total), "p50_ms": round(statistics.median(total), 2), "p99_ms": round(pct(total, 0.99), 2),
-            "embed_p50_ms": round(statistics.median(embed), 2), "rest_p50_ms": round(statistics.median(rest), 2)}
+    return {
+        "n": len(total),
+        "p50_ms": round(statistics.median(total), 2),
+        "p99_ms": round(pct(total, 0.99), 2),
+        "embed_p50_ms": round(statistics.median(embed), 2),
+        "rest_p50_ms": round(statistics.median(rest), 2),
+    }
 
 
 def cold(index: Path, runs: int = 5) -> dict:
@@ -83,12 +88,18 @@ def builds(tmp: Path) -> dict:
     idx = tmp / "index"
     full = build_index(idx, entries)
     p = entries / "tie-weights-not-a-memory-fix.yaml"
-    p.write_text(p.read_text().replace("symptoms:\n  en:\n", "symptoms:\n  en:\n    - bench changed this phrasing\n", 1))
+    p.write_text(
+        p.read_text().replace("symptoms:\n  en:\n", "symptoms:\n  en:\n    - bench changed this phrasing\n", 1)
+    )
     t = time.perf_counter()
     inc = build_index(idx, entries)
     inc_s = time.perf_counter() - t
-    return {"full_build_s": round(full.seconds, 2), "full_units_embedded": full.embedded,
-            "incremental_build_s": round(inc_s, 2), "incremental_units_embedded": inc.embedded}
+    return {
+        "full_build_s": round(full.seconds, 2),
+        "full_units_embedded": full.embedded,
+        "incremental_build_s": round(inc_s, 2),
+        "incremental_units_embedded": inc.embedded,
+    }
 
 
 def synthetic(tmp: Path, n_units: int) -> dict:

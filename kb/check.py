@@ -69,8 +69,10 @@ def check_entry(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> list[Pro
         rec = reg.get(rid)
         if rec is None:
             lk = reg.resolve(rid.split(":", 1)[-1])
-            hint = f"; did you mean {lk.record['id']!r}?" if lk.record else (
-                f"; did you mean {', '.join(lk.suggestions)}?" if lk.suggestions else ""
+            hint = (
+                f"; did you mean {lk.record['id']!r}?"
+                if lk.record
+                else (f"; did you mean {', '.join(lk.suggestions)}?" if lk.suggestions else "")
             )
             out.append(_p(le, loc, f"{rid!r} is not in the registry{hint}"))
             return
@@ -94,7 +96,8 @@ def check_entry(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> list[Pro
             ok = {
                 "invented": got == "unknown",
                 "misplaced": got == "misplaced",
-                "deprecated": got in ("deprecated", "removed") or any(
+                "deprecated": got in ("deprecated", "removed")
+                or any(
                     r.get("noop") or r.get("deprecated") for r in [*([lk.record] if lk.record else []), *lk.candidates]
                 ),
                 "not-a-config-key": got == "not-a-config-key",
@@ -103,7 +106,13 @@ def check_entry(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> list[Pro
             if not ok:
                 where = f" under {mn.at!r}" if mn.at else ""
                 rid = f" ({lk.record['id']})" if lk.record else ""
-                out.append(_p(le, ("myths", i, "names", j), f"{mn.name!r}{where} is marked {mn.verdict} but the registry says {got}{rid}"))
+                out.append(
+                    _p(
+                        le,
+                        ("myths", i, "names", j),
+                        f"{mn.name!r}{where} is marked {mn.verdict} but the registry says {got}{rid}",
+                    )
+                )
 
     for i, rel in enumerate(e.related):
         if rel not in known_ids:
@@ -131,7 +140,11 @@ def _check_json_snippet(le: LoadedEntry, reg: Registry, i: int, code: str, myth_
         if reg.get(f"deepspeed:{path}") is None:
             lk = reg.resolve(path, package="deepspeed")
             if lk.status not in ("exact", "alias"):
-                hint = f" (did you mean {', '.join(lk.suggestions or [c['path'] for c in lk.candidates])}?)" if (lk.suggestions or lk.candidates) else ""
+                hint = (
+                    f" (did you mean {', '.join(lk.suggestions or [c['path'] for c in lk.candidates])}?)"
+                    if (lk.suggestions or lk.candidates)
+                    else ""
+                )
                 out.append(_p(le, ("fixes", i, "snippet"), f"snippet key {path!r} is not a DeepSpeed config key{hint}"))
     return out
 

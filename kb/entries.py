@@ -299,7 +299,9 @@ def _load(path: Path) -> tuple[LoadedEntry | None, list[EntryError]]:
         return None, errs
     loaded = LoadedEntry(entry, path, node)
     if path.stem != entry.id:
-        return loaded, [EntryError(path, loaded.line_of("id"), "id", f"id {entry.id!r} must equal the file name {path.stem!r}")]
+        return loaded, [
+            EntryError(path, loaded.line_of("id"), "id", f"id {entry.id!r} must equal the file name {path.stem!r}")
+        ]
     return loaded, []
 
 

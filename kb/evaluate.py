@@ -74,13 +74,24 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
         s["mrr"] += 1 / rank if rank else 0
         s["params_expected"] += len(want)
         s["params_named"] += named_params
-        rows.append({"id": it.get("id"), "lang": lang, "covered": True, "rank": rank, "answered": ans["answered"],
-                     "top": ids[:3], "score": ans["results"][0]["score"] if ans["results"] else None})
+        rows.append(
+            {
+                "id": it.get("id"),
+                "lang": lang,
+                "covered": True,
+                "rank": rank,
+                "answered": ans["answered"],
+                "top": ids[:3],
+                "score": ans["results"][0]["score"] if ans["results"] else None,
+            }
+        )
     summary = {}
     for lang, s in sorted(by_lang.items()):
         n = s["n"] or 1
         summary[lang] = {
-            "n": int(s["n"]), "hit@1": round(s["hit@1"] / n, 3), "hit@3": round(s["hit@3"] / n, 3),
+            "n": int(s["n"]),
+            "hit@1": round(s["hit@1"] / n, 3),
+            "hit@3": round(s["hit@3"] / n, 3),
             "mrr": round(s["mrr"] / n, 3),
             "params_named": round(s["params_named"] / s["params_expected"], 3) if s["params_expected"] else None,
         }

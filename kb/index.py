@@ -69,7 +69,9 @@ def load_index(path: Path | None = None) -> Index:
         bm = bm25s.BM25.load(str(cur / "bm25"), show_progress=False, mmap=False)
         dense_rows = [i for i, u in enumerate(units) if u["dense"]]
         if index.ntotal != len(dense_rows) or index.d != manifest["embedder"]["dim"]:
-            raise ValueError(f"dense index has {index.ntotal}x{index.d}, manifest expects {len(dense_rows)}x{manifest['embedder']['dim']}")
+            raise ValueError(
+                f"dense index has {index.ntotal}x{index.d}, manifest expects {len(dense_rows)}x{manifest['embedder']['dim']}"
+            )
         if len(units) != manifest["units"]:
             raise ValueError(f"{len(units)} units on disk, manifest says {manifest['units']}")
         missing = {u["entry_id"] for u in units} - set(entries)

@@ -170,7 +170,10 @@ class Registry:
         hits = process.extract(leaf.lower(), self._names, scorer=fuzz.ratio, processor=str.lower, limit=limit * 8)
         # config keys first at equal similarity: a config-looking typo most likely means a config key
         ranked = sorted(
-            ((score + (6 if _prefer_config(self.by_name[n])["kind"] in CONFIG_KINDS else 0), n) for n, score, _ in hits),
+            (
+                (score + (6 if _prefer_config(self.by_name[n])["kind"] in CONFIG_KINDS else 0), n)
+                for n, score, _ in hits
+            ),
             reverse=True,
         )
         out: list[str] = []

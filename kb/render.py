@@ -13,12 +13,28 @@ from kb.entries import Entry, Source
 from kb.registry import Registry
 
 LABELS = {
-    "en": {"cause": "Cause", "fixes": "Fixes", "params": "Verified parameters", "myths": "Myths",
-           "sources": "Sources", "applies": "Applies to", "wrong": "Wrong", "right": "Right",
-           "withdrawn": "WITHDRAWN"},
-    "zh": {"cause": "原因", "fixes": "解决办法", "params": "已核实的参数", "myths": "常见误区",
-           "sources": "来源", "applies": "适用版本", "wrong": "错误说法", "right": "正确做法",
-           "withdrawn": "已撤回"},
+    "en": {
+        "cause": "Cause",
+        "fixes": "Fixes",
+        "params": "Verified parameters",
+        "myths": "Myths",
+        "sources": "Sources",
+        "applies": "Applies to",
+        "wrong": "Wrong",
+        "right": "Right",
+        "withdrawn": "WITHDRAWN",
+    },
+    "zh": {
+        "cause": "原因",
+        "fixes": "解决办法",
+        "params": "已核实的参数",
+        "myths": "常见误区",
+        "sources": "来源",
+        "applies": "适用版本",
+        "wrong": "错误说法",
+        "right": "正确做法",
+        "withdrawn": "已撤回",
+    },
 }
 
 
@@ -76,10 +92,20 @@ def render_entry(e: Entry, reg: Registry, lang: str = "en", console: Console | N
 
 
 ANSWER_LABELS = {
-    "en": {"closest": "Closest entries (not a confident match)", "why": "why", "notes": "About the names you used",
-           "score": "score", "touched": "Your query repeats this myth"},
-    "zh": {"closest": "最接近的条目（匹配度不够，仅供参考）", "why": "匹配依据", "notes": "关于你提到的参数名",
-           "score": "得分", "touched": "你的问题里提到了这个误区"},
+    "en": {
+        "closest": "Closest entries (not a confident match)",
+        "why": "why",
+        "notes": "About the names you used",
+        "score": "score",
+        "touched": "Your query repeats this myth",
+    },
+    "zh": {
+        "closest": "最接近的条目（匹配度不够，仅供参考）",
+        "why": "匹配依据",
+        "notes": "关于你提到的参数名",
+        "score": "得分",
+        "touched": "你的问题里提到了这个误区",
+    },
 }
 
 
@@ -122,4 +148,8 @@ def render_answer(ans: dict[str, Any], reg: Registry, console: Console | None = 
         parts.append(Text(f"\n{L['sources']}", style="bold"))
         parts.extend(Text(f"  {source_line(Source(**s))}", style="dim") for s in r["sources"])
         parts.append(Text(f"\n{AL['why']}: {r['why']}", style="dim italic"))
-        console.print(Panel(Group(*parts), title=f"[bold]{i}. {r['title']}[/]  [dim]{r['id']} \u00b7 {AL['score']} {r['score']}[/]"))
+        console.print(
+            Panel(
+                Group(*parts), title=f"[bold]{i}. {r['title']}[/]  [dim]{r['id']} \u00b7 {AL['score']} {r['score']}[/]"
+            )
+        )

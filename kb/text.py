@@ -208,7 +208,9 @@ def normalize_traceback(text: str) -> str:
 
 
 def looks_like_log(text: str) -> bool:
-    return bool(re.search(r"Traceback \(most recent call last\)|\w+(?:Error|Exception):|^\[\d{4}-\d\d-\d\d", text, re.M))
+    return bool(
+        re.search(r"Traceback \(most recent call last\)|\w+(?:Error|Exception):|^\[\d{4}-\d\d-\d\d", text, re.M)
+    )
 
 
 _IDENTS = re.compile(

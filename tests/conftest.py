@@ -46,7 +46,9 @@ def built_index(tmp_path_factory):
 def engine(built_index):
     from kb.answer import Engine
 
-    return Engine(index_path=built_index, entries_root=ROOT / "data" / "entries", auto_build=False, progress=lambda m: None)
+    return Engine(
+        index_path=built_index, entries_root=ROOT / "data" / "entries", auto_build=False, progress=lambda m: None
+    )
 
 
 @pytest.fixture()

@@ -34,11 +34,14 @@ def test_json_shape(engine):
     assert r["why"]
 
 
-@pytest.mark.parametrize("query", [
-    "how do i install the cuda toolkit on windows 11 for my 4090? nvidia installer keeps failing",
-    "做 RAG 的中文 embedding 选 bge-large-zh 还是 m3e，有人对比过召回率吗",
-    "how do I center a div in css",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "how do i install the cuda toolkit on windows 11 for my 4090? nvidia installer keeps failing",
+        "做 RAG 的中文 embedding 选 bge-large-zh 还是 m3e，有人对比过召回率吗",
+        "how do I center a div in css",
+    ],
+)
 def test_out_of_scope_is_declined(engine, query):
     ans = engine.ask(query)
     assert not ans["answered"] and ans["results"] == []
@@ -69,9 +72,11 @@ def test_real_names_get_no_note(engine):
 
 
 def test_pasted_traceback_matches_signature(engine):
-    tb = ('Traceback (most recent call last):\n  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/zero/stage3.py", '
-          'line 840, in _configure_tensor_swapping\n    self.swap_folder = os.path.join(offload_optimizer_config.nvme_path, "zero_stage_3")\n'
-          "TypeError: expected str, bytes or os.PathLike object, not NoneType")
+    tb = (
+        'Traceback (most recent call last):\n  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/zero/stage3.py", '
+        'line 840, in _configure_tensor_swapping\n    self.swap_folder = os.path.join(offload_optimizer_config.nvme_path, "zero_stage_3")\n'
+        "TypeError: expected str, bytes or os.PathLike object, not NoneType"
+    )
     ans = engine.ask(tb)
     assert ans["results"][0]["id"] == "nvme-offload-setup"
     assert "signature" in ans["results"][0]["why"]
@@ -80,11 +85,18 @@ def test_pasted_traceback_matches_signature(engine):
 def test_config_conditions_boost_and_demote(engine):
     q = "out of memory with zero3 on one gpu"
     no_offload = json.dumps({"zero_optimization": {"stage": 3}, "bf16": {"enabled": True}})
-    with_offload = json.dumps({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}})
+    with_offload = json.dumps(
+        {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}
+    )
     a = {r["id"]: r["score"] for r in engine.ask(q, config_text=no_offload, k=10)["results"]}
     b = {r["id"]: r["score"] for r in engine.ask(q, config_text=with_offload, k=10)["results"]}
     assert a["zero3-single-gpu-no-offload"] > b.get("zero3-single-gpu-no-offload", 0)
-    assert engine.ask(q, config_text=no_offload)["config_facts"] == {"zero_stage": 3, "offload_optimizer": "none", "offload_param": "none", "precision": "bf16"}
+    assert engine.ask(q, config_text=no_offload)["config_facts"] == {
+        "zero_stage": 3,
+        "offload_optimizer": "none",
+        "offload_param": "none",
+        "precision": "bf16",
+    }
 
 
 def test_bad_inputs(engine):
@@ -127,12 +139,19 @@ def test_cli_config_file_errors(cli_env, tmp_path):
 
 def test_cli_jsonl(cli_env, tmp_path):
     f = tmp_path / "q.jsonl"
-    f.write_text("\n".join([
-        json.dumps({"query": SEED_EN}),
-        json.dumps({"query": "zero2 + cpu offload uses more memory", "config": '{"zero_optimization": {"stage": 2}}'}),
-        "not json",
-        json.dumps({"query": ""}),
-    ]) + "\n")
+    f.write_text(
+        "\n".join(
+            [
+                json.dumps({"query": SEED_EN}),
+                json.dumps(
+                    {"query": "zero2 + cpu offload uses more memory", "config": '{"zero_optimization": {"stage": 2}}'}
+                ),
+                "not json",
+                json.dumps({"query": ""}),
+            ]
+        )
+        + "\n"
+    )
     r = CliRunner().invoke(main, ["ask", "--jsonl", str(f)])
     lines = [json.loads(x) for x in r.output.strip().splitlines()]
     assert len(lines) == 4
@@ -161,7 +180,11 @@ def test_incremental_rebuild_reembeds_only_changed_entry(scratch):
 
     entries, index = scratch
     p = entries / "tie-weights-not-a-memory-fix.yaml"
-    p.write_text(p.read_text().replace("symptoms:\n  en:\n", "symptoms:\n  en:\n    - embedding weights counted twice in memory\n", 1))
+    p.write_text(
+        p.read_text().replace(
+            "symptoms:\n  en:\n", "symptoms:\n  en:\n    - embedding weights counted twice in memory\n", 1
+        )
+    )
     rep = build_index(index, entries)
     assert rep.changed_entries == ["tie-weights-not-a-memory-fix"]
     assert rep.embedded == 1 and rep.reused > 400

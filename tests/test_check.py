@@ -40,14 +40,20 @@ def test_broken_entries_fail_with_file_line_field():
 def test_human_output_names_file_and_line():
     res = run("check", "--entries", str(BROKEN))
     assert res.exit_code == 1
-    assert "unknown-param.yaml:13: fixes.0.params.1: 'deepspeed:zero_force_opt_offload' is not in the registry" in res.output
+    assert (
+        "unknown-param.yaml:13: fixes.0.params.1: 'deepspeed:zero_force_opt_offload' is not in the registry"
+        in res.output
+    )
 
 
 def test_duplicate_ids_and_related(tmp_path):
     src = (ROOT / "data" / "entries" / "zero3-single-gpu-no-offload.yaml").read_text()
     (tmp_path / "zero3-single-gpu-no-offload.yaml").write_text(src)
-    other = src.replace("id: zero3-single-gpu-no-offload", "id: copy-entry").replace(
-        "aliases: []", "aliases: [zero3-single-gpu-no-offload]").replace("related: []", "related: [no-such-entry]")
+    other = (
+        src.replace("id: zero3-single-gpu-no-offload", "id: copy-entry")
+        .replace("aliases: []", "aliases: [zero3-single-gpu-no-offload]")
+        .replace("related: []", "related: [no-such-entry]")
+    )
     (tmp_path / "copy-entry.yaml").write_text(other)
     res = run("check", "--entries", str(tmp_path), "--json")
     assert res.exit_code == 1
@@ -84,4 +90,6 @@ def test_show_renders_both_languages():
 def test_cjk_fold_spaces_removed():
     from kb.entries import unfold_cjk
 
-    assert unfold_cjk("切分到多张卡上。单卡的 时候\n  没有 offload 别的") == "切分到多张卡上。单卡的时候没有 offload 别的"
+    assert (
+        unfold_cjk("切分到多张卡上。单卡的 时候\n  没有 offload 别的") == "切分到多张卡上。单卡的时候没有 offload 别的"
+    )

@@ -14,14 +14,39 @@ from tests.conftest import ROOT
     [
         # real keys, where they really live
         ("zero_force_ds_cpu_optimizer", None, "exact", "deepspeed:zero_force_ds_cpu_optimizer"),
-        ("zero_optimization.offload_optimizer.pin_memory", None, "exact", "deepspeed:zero_optimization.offload_optimizer.pin_memory"),
+        (
+            "zero_optimization.offload_optimizer.pin_memory",
+            None,
+            "exact",
+            "deepspeed:zero_optimization.offload_optimizer.pin_memory",
+        ),
         ("offload_param.nvme_path", None, "exact", "deepspeed:zero_optimization.offload_param.nvme_path"),
-        ("stage3_prefetch_bucket_size", "zero_optimization", "exact", "deepspeed:zero_optimization.stage3_prefetch_bucket_size"),
+        (
+            "stage3_prefetch_bucket_size",
+            "zero_optimization",
+            "exact",
+            "deepspeed:zero_optimization.stage3_prefetch_bucket_size",
+        ),
         # alias accepted by DeepSpeed (populate_by_name)
-        ("prefetch_bucket_size", "zero_optimization", "alias", "deepspeed:zero_optimization.stage3_prefetch_bucket_size"),
+        (
+            "prefetch_bucket_size",
+            "zero_optimization",
+            "alias",
+            "deepspeed:zero_optimization.stage3_prefetch_bucket_size",
+        ),
         # deprecated no-op alias
-        ("cpu_offload_use_pin_memory", "zero_optimization", "deprecated", "deepspeed:zero_optimization.cpu_offload_use_pin_memory"),
-        ("stage3_gather_fp16_weights_on_model_save", None, "deprecated", "deepspeed:zero_optimization.stage3_gather_fp16_weights_on_model_save"),
+        (
+            "cpu_offload_use_pin_memory",
+            "zero_optimization",
+            "deprecated",
+            "deepspeed:zero_optimization.cpu_offload_use_pin_memory",
+        ),
+        (
+            "stage3_gather_fp16_weights_on_model_save",
+            None,
+            "deprecated",
+            "deepspeed:zero_optimization.stage3_gather_fp16_weights_on_model_save",
+        ),
         # removed in 0.19.8: DeepSpeed raises
         ("amp", None, "removed", "deepspeed:amp"),
         # APIs, not config keys
@@ -46,9 +71,17 @@ def test_deprecated_noop_is_flagged(registry):
 @pytest.mark.parametrize(
     "name,context,where",
     [
-        ("nvme_path", "zero_optimization", {"zero_optimization.offload_optimizer.nvme_path", "zero_optimization.offload_param.nvme_path"}),
+        (
+            "nvme_path",
+            "zero_optimization",
+            {"zero_optimization.offload_optimizer.nvme_path", "zero_optimization.offload_param.nvme_path"},
+        ),
         ("zero_force_ds_cpu_optimizer", "zero_optimization", {"zero_force_ds_cpu_optimizer"}),
-        ("pin_memory", "zero_optimization", {"zero_optimization.offload_optimizer.pin_memory", "zero_optimization.offload_param.pin_memory"}),
+        (
+            "pin_memory",
+            "zero_optimization",
+            {"zero_optimization.offload_optimizer.pin_memory", "zero_optimization.offload_param.pin_memory"},
+        ),
     ],
 )
 def test_misplaced_says_where(registry, name, context, where):
@@ -64,7 +97,10 @@ def test_invented_seed_names_are_unknown(registry, name):
 
 
 def test_did_you_mean(registry):
-    assert "zero_optimization.stage3_prefetch_bucket_size" in registry.resolve("zero_optimization.stage3_prefetch_bucket").suggestions
+    assert (
+        "zero_optimization.stage3_prefetch_bucket_size"
+        in registry.resolve("zero_optimization.stage3_prefetch_bucket").suggestions
+    )
     assert "bf16.check_grad_overflow" in registry.resolve("check_overflow", context="bf16").suggestions
     assert "zero_force_ds_cpu_optimizer" in registry.resolve("zero_force_ds_cpu_offload").suggestions
 
@@ -88,7 +124,9 @@ def test_records_are_sorted_and_unique():
 def test_versions_can_coexist(registry):
     from kb.registry import Registry
 
-    old = dict(registry.get("deepspeed:zero_optimization.offload_optimizer.pin_memory"), version="0.19.4", default="false")
+    old = dict(
+        registry.get("deepspeed:zero_optimization.offload_optimizer.pin_memory"), version="0.19.4", default="false"
+    )
     reg = Registry([*registry._all, old])
     assert reg.get("deepspeed:zero_optimization.offload_optimizer.pin_memory")["default"] == "true"  # newest wins
     hist = reg.history("deepspeed:zero_optimization.offload_optimizer.pin_memory")
@@ -103,9 +141,11 @@ def test_committed_registry_equals_fresh_build(tmp_path):
 
     committed = ROOT / "data" / "registry"
     manifest = json.loads((committed / "manifest.json").read_text())
-    for fname, info in manifest["files"].items():
+    for info in manifest["files"].values():
         if md.version(info["package"]).split("+")[0] != info["version"]:
             pytest.skip(f"installed {info['package']} differs from the committed {info['version']}")
     build_registry(tmp_path)
     for fname in manifest["files"]:
-        assert filecmp.cmp(committed / fname, tmp_path / fname, shallow=False), f"{fname} is stale: run `kb registry build`"
+        assert filecmp.cmp(committed / fname, tmp_path / fname, shallow=False), (
+            f"{fname} is stale: run `kb registry build`"
+        )

@@ -20,7 +20,9 @@ def test_chinese_bigrams_and_glossary():
 
 
 def test_traceback_normalisation():
-    a = normalize_traceback('[rank3]: File "/a/b/site-packages/x.py", line 33, in f\nTried to allocate 2.00 GiB at 0x7ff1')
+    a = normalize_traceback(
+        '[rank3]: File "/a/b/site-packages/x.py", line 33, in f\nTried to allocate 2.00 GiB at 0x7ff1'
+    )
     b = normalize_traceback('[rank0]: File "/c/d/x.py", line 12, in f\nTried to allocate 512.00 MiB at 0x1')
     assert a == b
 
