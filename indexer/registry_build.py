@@ -93,6 +93,10 @@ def _short_doc(text: str | None) -> str | None:
 def _record(**kw: Any) -> dict[str, Any]:
     base = {
         "aliases": [],
+        "choices": None,  # allowed values (enum fields)
+        "constraints": None,  # numeric bounds, e.g. {"gt": 0}
+        "forbids_unknown": None,  # a section whose model rejects unknown keys (pydantic extra="forbid")
+        "validated": False,  # the value is validated by a pydantic model (type and constraints enforced)
         "default": None,
         "deprecated": False,
         "doc": None,
@@ -324,10 +328,33 @@ def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict])
                 doc=_short_doc(f.description),
                 source_file=loc[0] if loc else _relfile(cls, pkg),
                 source_line=loc[1] if loc else inspect.getsourcelines(cls)[1],
+                choices=_enum_choices(f.annotation),
+                constraints=_constraints(f.metadata),
+                forbids_unknown=(sub.model_config.get("extra") == "forbid") if sub is not None else None,
+                validated=True,
             )
         )
         if sub is not None:
             _walk_model(sub, path, pkg, version, out)
+
+
+def _enum_choices(ann: Any) -> list | None:
+    """Allowed values of an Enum-typed field (DeepSpeed models use use_enum_values)."""
+    for a in (ann, *typing.get_args(ann)):
+        if inspect.isclass(a) and issubclass(a, enum.Enum):
+            return sorted({m.value for m in a}, key=str)
+    return None
+
+
+def _constraints(metadata: list) -> dict | None:
+    """Numeric bounds from pydantic field metadata (annotated_types Gt/Ge/Lt/Le)."""
+    out = {}
+    for m in metadata or []:
+        for k in ("gt", "ge", "lt", "le"):
+            v = getattr(m, k, None)
+            if v is not None:
+                out[k] = v
+    return out or None
 
 
 def _model_in(ann: Any) -> type | None:
@@ -363,6 +390,8 @@ def _ds_config_records(version: str) -> list[dict]:
                 doc=_short_doc(cls.__doc__),
                 source_file=loc[0],
                 source_line=loc[1],
+                forbids_unknown=cls.model_config.get("extra") == "forbid",
+                validated=True,
             )
         )
         _walk_model(cls, section, pkg, version, out)
@@ -474,11 +503,25 @@ def _method_records(pkg: str, version: str, path: str, cls: type, with_kwargs: b
                 doc=_short_doc(func.__doc__),
                 source_file=loc[0],
                 source_line=loc[1],
+                **_deprecation_in_body(func, name),
             )
         )
         if with_kwargs:
             out.extend(_signature_kwargs(pkg, version, f"{path}.{name}", func, loc))
     return out
+
+
+def _deprecation_in_body(func: Any, name: str) -> dict[str, Any]:
+    """A method that warns "`name` is deprecated ... Use `other`" about itself is a deprecated alias."""
+    try:
+        src = inspect.getsource(func)
+    except (OSError, TypeError):
+        return {}
+    m = re.search(rf"warn\w*\(\s*f?[\"']`{re.escape(name)}` is deprecated", src)
+    if not m:
+        return {}
+    use = re.search(r"[Uu]se[\s\"'f]+`(\w+)`", src[m.start() : m.start() + 400])
+    return {"deprecated": True, "replacement": use.group(1) if use else None}
 
 
 def _signature_kwargs(pkg: str, version: str, path: str, func: Any, loc: tuple[str, int]) -> list[dict]:
@@ -833,6 +876,7 @@ def build_transformers() -> list[dict]:
                 source_line=loc[1],
             )
         )
+    out += _auto_fill_records(pkg, version, "transformers/integrations/deepspeed.py", ("fill_match", "fill_only"), None)
     for dotted in TRANSFORMERS_FUNCS:
         try:
             obj = _resolve(dotted)
@@ -841,6 +885,39 @@ def build_transformers() -> list[dict]:
         out += _callable_records(pkg, version, dotted.removeprefix("transformers."), obj)
     del transformers
     return out
+
+
+def _auto_fill_records(pkg: str, version: str, relfile: str, calls: tuple[str, ...], dict_var: str | None) -> list[dict]:
+    """DeepSpeed config keys whose "auto" value this integration fills, from its source:
+    ``fill_match("key", ...)`` / ``fill_only("key", ...)`` calls, or keys put into ``dict_var``."""
+    tree = ast.parse((_pkg_root(pkg) / relfile).read_text(encoding="utf-8"))
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        keys: list[ast.AST] = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in calls and node.args:
+            keys = [node.args[0]]
+        elif dict_var and isinstance(node, ast.Assign) and any(ast.unparse(t) == dict_var for t in node.targets):
+            keys = list(node.value.keys) if isinstance(node.value, ast.Dict) else []
+        elif dict_var and isinstance(node, ast.Subscript) and ast.unparse(node.value) == dict_var:
+            keys = [node.slice]
+        elif (
+            dict_var
+            and isinstance(node, ast.Call)
+            and ast.unparse(node.func) == f"{dict_var}.update"
+            and node.args
+            and isinstance(node.args[0], ast.Dict)
+        ):
+            keys = list(node.args[0].keys)
+        for k in keys:
+            if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                found.setdefault(k.value, node.lineno)
+    return [
+        _record(
+            id=f"{pkg}:ds_auto/{key}", package=pkg, version=version, kind="auto_fill", name=key.rsplit(".", 1)[-1],
+            path=key, doc=f'{pkg} replaces "auto" for this DeepSpeed key', source_file=relfile, source_line=line,
+        )
+        for key, line in sorted(found.items())
+    ]
 
 
 def build_accelerate() -> list[dict]:
@@ -878,6 +955,7 @@ def build_accelerate() -> list[dict]:
                 )
             )
     out += _argparse_records(pkg, version, "accelerate/commands/launch.py", "accelerate launch")
+    out += _auto_fill_records(pkg, version, "accelerate/accelerator.py", (), "config_kwargs")
     out += _env_records(pkg, version, [root / "accelerate/utils/dataclasses.py", root / "accelerate/state.py"])
     return out
 
@@ -932,6 +1010,9 @@ def build_torch() -> list[dict]:
         except (ImportError, AttributeError):
             continue
         out += _callable_records(pkg, version, dotted.removeprefix("torch."), obj)
+    import torch
+
+    out += _method_records(pkg, version, "nn.Module", torch.nn.Module, with_kwargs=False)
     root = _pkg_root(pkg)
     # where torch itself names each environment variable (first non-test file, sorted by path)
     files = sorted(p for p in (root / "torch").rglob("*.py") if "testing" not in p.parts and "test" not in p.name)

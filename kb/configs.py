@@ -1,18 +1,24 @@
-"""Parsing what users paste as a config: DeepSpeed JSON, accelerate YAML, TrainingArguments JSON/YAML.
+"""Parsing what users paste as a config, keeping line numbers.
 
-``parse_config`` detects the format and returns plain data; ``facts_from_config`` extracts the few
-facts retrieval conditions use (ZeRO stage, offload devices, precision).
+Formats: DeepSpeed config (JSON, or HJSON as DeepSpeed itself accepts), accelerate config YAML,
+Hugging Face TrainingArguments as JSON/YAML (LLaMA-Factory style), and a launch command line
+(``deepspeed ...``, ``accelerate launch ...``, ``torchrun ...``, ``python -m torch.distributed.run``).
+``parse_config`` detects the format; ``ParsedConfig.line(path)`` gives the line of a dotted key path.
+``facts_from_config`` extracts what retrieval conditions use (ZeRO stage, offload devices, precision).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+import shlex
+from dataclasses import dataclass, field
 from typing import Any
 
 from kb.retrieve import QueryFacts
 
 MAX_CONFIG_BYTES = 1_000_000
+LAUNCHERS = ("deepspeed", "accelerate", "torchrun", "python", "python3")
 
 
 class ConfigError(ValueError):
@@ -21,18 +27,30 @@ class ConfigError(ValueError):
 
 @dataclass
 class ParsedConfig:
-    kind: str  # deepspeed | accelerate | training_args | unknown
+    kind: str  # deepspeed | accelerate | training_args | launch | unknown
     data: dict[str, Any]
     source: str
+    fmt: str = "json"  # json | hjson | yaml | cmdline
+    lines: dict[str, int] = field(default_factory=dict)  # dotted key path -> 1-based line
+
+    def line(self, path: str) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path.rpartition(".")[0]
+        return None
 
 
 def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
+    """Detect the format and parse; raise ConfigError naming source and line on failure."""
     if len(text.encode("utf-8", "replace")) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{source}: config is larger than {MAX_CONFIG_BYTES // 1000} kB; paste only the config")
     stripped = text.strip()
     if not stripped:
         raise ConfigError(f"{source}: config is empty")
-    data: Any
+    if _looks_like_command(stripped):
+        return _parse_command(stripped, source)
+    fmt = "json"
     if stripped[0] in "{[":
         try:
             data = json.loads(stripped)
@@ -40,31 +58,74 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
             data = _hjson(stripped)
             if data is None:
                 raise ConfigError(f"{source}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+            fmt = "hjson"
     else:
         import yaml
 
+        fmt = "yaml"
         try:
             data = yaml.safe_load(stripped)
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark
             raise ConfigError(f"{source}:{mark.line + 1 if mark else '?'}: invalid YAML: {e.problem}") from None
-        except yaml.YAMLError as e:
+        except (yaml.YAMLError, ValueError, RecursionError) as e:
             raise ConfigError(f"{source}: invalid YAML: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
-    return ParsedConfig(_kind(data), data, source)
+    lines = _line_map(text) if fmt != "hjson" else _line_map_by_search(text, data)
+    return ParsedConfig(_kind(data), data, source, fmt, lines)
 
 
 def _hjson(text: str) -> Any:
-    """DeepSpeed also reads HJSON (comments, trailing commas)."""
+    """DeepSpeed also reads HJSON (comments, trailing commas, unquoted keys)."""
     try:
         import hjson
     except ImportError:
         return None
     try:
-        return hjson.loads(text)
+        return json.loads(json.dumps(hjson.loads(text)))  # OrderedDicts -> plain dicts
     except Exception:  # noqa: BLE001 - any hjson failure means "not HJSON either"
         return None
+
+
+def _line_map(text: str) -> dict[str, int]:
+    """Dotted key path -> line, from the YAML node tree (JSON is YAML enough for positions)."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return {}
+    out: dict[str, int] = {}
+
+    def walk(n: Any, prefix: str, depth: int) -> None:
+        if depth > 50 or not isinstance(n, yaml.MappingNode):
+            return
+        for k, v in n.value:
+            if isinstance(k, yaml.ScalarNode):
+                path = f"{prefix}{k.value}"
+                out.setdefault(path, k.start_mark.line + 1)
+                walk(v, path + ".", depth + 1)
+
+    walk(node, "", 0)
+    return out
+
+
+def _line_map_by_search(text: str, data: dict) -> dict[str, int]:
+    """Best effort for HJSON: the first line, after the parent's line, that names the key."""
+    out: dict[str, int] = {}
+    lines = text.splitlines()
+
+    def walk(d: dict, prefix: str, start: int) -> None:
+        for k, v in d.items():
+            rx = re.compile(rf"(^|[\s{{,]){re.escape(str(k))}[\"']?\s*:")
+            at = next((i for i in range(start, len(lines)) if rx.search(lines[i])), start)
+            out[f"{prefix}{k}"] = at + 1
+            if isinstance(v, dict):
+                walk(v, f"{prefix}{k}.", at)
+
+    walk(data, "", 0)
+    return out
 
 
 def _kind(d: dict[str, Any]) -> str:
@@ -72,9 +133,76 @@ def _kind(d: dict[str, Any]) -> str:
         return "accelerate"
     if "zero_optimization" in d or "train_micro_batch_size_per_gpu" in d or "bf16" in d or "fp16" in d:
         return "deepspeed"
-    if "per_device_train_batch_size" in d or "output_dir" in d or "deepspeed" in d:
+    if "per_device_train_batch_size" in d or "output_dir" in d or "deepspeed" in d or "model_name_or_path" in d:
         return "training_args"
     return "unknown"
+
+
+# ---------------------------------------------------------------- launch command lines
+
+
+def _looks_like_command(text: str) -> bool:
+    first = text.lstrip().split(None, 1)[0] if text.split() else ""
+    first = first.rsplit("/", 1)[-1]
+    env = re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)+", text)
+    if env:
+        first = text[env.end() :].split(None, 1)[0] if text[env.end() :].split() else ""
+    return first in LAUNCHERS
+
+
+def _parse_command(text: str, source: str) -> ParsedConfig:
+    joined = re.sub(r"\\\s*\n", " ", text)
+    try:
+        argv = shlex.split(joined, comments=True)
+    except ValueError as e:
+        raise ConfigError(f"{source}: cannot split the command line: {e}") from None
+    env: dict[str, str] = {}
+    while argv and re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):
+        k, _, v = argv.pop(0).partition("=")
+        env[k] = v
+    if not argv:
+        raise ConfigError(f"{source}: empty command line")
+    prog = argv.pop(0).rsplit("/", 1)[-1]
+    launcher = prog
+    if prog == "accelerate" and argv[:1] == ["launch"]:
+        argv.pop(0)
+        launcher = "accelerate launch"
+    elif prog.startswith("python") and argv[:2] in (["-m", "torch.distributed.run"], ["-m", "torch.distributed.launch"]):
+        argv = argv[2:]
+        launcher = "torchrun"
+    elif prog.startswith("python"):
+        launcher = "python"
+    launcher_args, i = _flags(argv, stop_at_script=True)
+    script = argv[i] if i < len(argv) else None
+    script_args, _ = _flags(argv[i + 1 :], stop_at_script=False)
+    data = {"launcher": launcher, "env": env, "launcher_args": launcher_args, "script": script, "script_args": script_args}
+    lines = {f"launcher_args.{k}": 1 for k in launcher_args} | {f"script_args.{k}": 1 for k in script_args}
+    return ParsedConfig("launch", data, source, "cmdline", lines)
+
+
+def _flags(argv: list[str], stop_at_script: bool) -> tuple[dict[str, Any], int]:
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("-"):
+            if stop_at_script:
+                return out, i
+            i += 1
+            continue
+        key, eq, val = a.lstrip("-").partition("=")
+        if eq:
+            out[key] = val
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("-") and not (stop_at_script and argv[i + 1].endswith(".py")):
+            out[key] = argv[i + 1]
+            i += 1
+        else:
+            out[key] = True
+        i += 1
+    return out, i
+
+
+# ---------------------------------------------------------------- facts for retrieval
 
 
 def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
@@ -82,9 +210,10 @@ def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
     f = QueryFacts()
     if cfg.kind == "accelerate":
         ds = d.get("deepspeed_config") or {}
-        f.zero_stage = _int(ds.get("zero_stage"))
-        f.offload_optimizer = _dev(ds.get("offload_optimizer_device"))
-        f.offload_param = _dev(ds.get("offload_param_device"))
+        if isinstance(ds, dict):
+            f.zero_stage = _int(ds.get("zero_stage"))
+            f.offload_optimizer = _dev(ds.get("offload_optimizer_device"))
+            f.offload_param = _dev(ds.get("offload_param_device"))
         mp = d.get("mixed_precision")
         f.precision = mp if mp in ("bf16", "fp16") else ("fp32" if mp == "no" else None)
         return f
@@ -111,7 +240,7 @@ def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
 def _int(v: Any) -> int | None:
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

@@ -68,7 +68,11 @@ class Registry:
         self.by_id = {r["id"]: r for r in self.records}
         self.by_path: dict[str, list[dict]] = defaultdict(list)
         self.by_name: dict[str, list[dict]] = defaultdict(list)
+        self.auto_fill: dict[str, list[dict]] = defaultdict(list)  # DS key -> integrations that fill "auto"
         for r in self.records:
+            if r["kind"] == "auto_fill":
+                self.auto_fill[r["path"]].append(r)
+                continue  # metadata about a key, not a name of its own
             self.by_path[r["path"]].append(r)
             for n in [r["name"], *r["aliases"]]:
                 self.by_name[n].append(r)
@@ -201,9 +205,12 @@ def _prefer_config(recs: list[dict[str, Any]]) -> dict[str, Any]:
     return sorted(recs, key=lambda r: (order.get(r["kind"], 9), r["package"] != "deepspeed", r["id"]))[0]
 
 
+PACKAGE_ORDER = {"deepspeed": 0, "transformers": 1, "accelerate": 2, "torch": 3, "peft": 4}
+
+
 def _prefer_api(recs: list[dict[str, Any]]) -> dict[str, Any]:
-    order = {"function": 0, "class": 1, "method": 2, "field": 3, "kwarg": 4, "env": 5, "script": 6, "cli_flag": 7}
-    return sorted(recs, key=lambda r: (order.get(r["kind"], 9), r["id"]))[0]
+    order = {"function": 0, "class": 0, "method": 0, "field": 3, "kwarg": 4, "env": 5, "script": 6, "cli_flag": 7}
+    return sorted(recs, key=lambda r: (order.get(r["kind"], 9), PACKAGE_ORDER.get(r["package"], 9), r["id"]))[0]
 
 
 def _vkey(v: str) -> tuple:

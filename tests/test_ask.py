@@ -164,14 +164,16 @@ def test_cli_jsonl(cli_env, tmp_path):
 
 
 @pytest.fixture()
-def scratch(tmp_path):
-    """A private copy of the entries and an index built from them."""
+def scratch(tmp_path, built_index):
+    """A private copy of the entries and of the session index, brought up to date (reuses its vectors)."""
     from indexer.build import build_index
 
     entries = tmp_path / "entries"
     shutil.copytree(ROOT / "data" / "entries", entries)
     index = tmp_path / "index"
-    build_index(index, entries)
+    shutil.copytree(built_index, index, symlinks=True)
+    rep = build_index(index, entries)
+    assert rep.embedded == 0
     return entries, index
 
 
