@@ -489,8 +489,8 @@ def _method_records(pkg: str, version: str, path: str, cls: type, with_kwargs: b
             continue
         func = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
         loc = _obj_line(func, pkg)
-        if loc is None:
-            continue
+        if loc is None or not loc[0].startswith(f"{pkg}/"):
+            continue  # not defined by this package (another one patched it in): not its API
         out.append(
             _record(
                 id=f"{pkg}:{path}.{name}",
@@ -887,14 +887,21 @@ def build_transformers() -> list[dict]:
     return out
 
 
-def _auto_fill_records(pkg: str, version: str, relfile: str, calls: tuple[str, ...], dict_var: str | None) -> list[dict]:
+def _auto_fill_records(
+    pkg: str, version: str, relfile: str, calls: tuple[str, ...], dict_var: str | None
+) -> list[dict]:
     """DeepSpeed config keys whose "auto" value this integration fills, from its source:
     ``fill_match("key", ...)`` / ``fill_only("key", ...)`` calls, or keys put into ``dict_var``."""
     tree = ast.parse((_pkg_root(pkg) / relfile).read_text(encoding="utf-8"))
     found: dict[str, int] = {}
     for node in ast.walk(tree):
         keys: list[ast.AST] = []
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in calls and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in calls
+            and node.args
+        ):
             keys = [node.args[0]]
         elif dict_var and isinstance(node, ast.Assign) and any(ast.unparse(t) == dict_var for t in node.targets):
             keys = list(node.value.keys) if isinstance(node.value, ast.Dict) else []
@@ -913,8 +920,15 @@ def _auto_fill_records(pkg: str, version: str, relfile: str, calls: tuple[str, .
                 found.setdefault(k.value, node.lineno)
     return [
         _record(
-            id=f"{pkg}:ds_auto/{key}", package=pkg, version=version, kind="auto_fill", name=key.rsplit(".", 1)[-1],
-            path=key, doc=f'{pkg} replaces "auto" for this DeepSpeed key', source_file=relfile, source_line=line,
+            id=f"{pkg}:ds_auto/{key}",
+            package=pkg,
+            version=version,
+            kind="auto_fill",
+            name=key.rsplit(".", 1)[-1],
+            path=key,
+            doc=f'{pkg} replaces "auto" for this DeepSpeed key',
+            source_file=relfile,
+            source_line=line,
         )
         for key, line in sorted(found.items())
     ]

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from kb.configs import ConfigError, facts_from_config, parse_config
+from kb.factcheck import judge
 from kb.index import Index, IndexCorrupt, IndexMissing, load_index
+from kb.lint import lint_config
 from kb.paths import entries_dir, index_dir
 from kb.registry import Registry, default_registry
 from kb.retrieve import ANSWER_THRESHOLD, Hit, QueryFacts, Retriever, query_lang
@@ -108,16 +110,32 @@ class Engine:
             query = query[:MAX_QUERY_CHARS]
             notes.append({"kind": "input", "message": MESSAGES[lang]["truncated"].format(n=MAX_QUERY_CHARS)})
         facts: QueryFacts | None = None
+        findings: list[dict[str, Any]] = []
+        boosts: dict[str, float] = {}
+        pinned: list[str] = []  # entries explaining error-level findings, in finding order
         if config_text is not None:
-            facts = facts_from_config(parse_config(config_text, config_name))  # ConfigError propagates
+            cfg = parse_config(config_text, config_name)  # ConfigError propagates
+            facts = facts_from_config(cfg)
+            for f in lint_config(cfg, self.registry, world_size=_single_gpu(query), model_params=_model_size(query)):
+                findings.append(f.to_dict())
+                if f.entry:
+                    boosts[f.entry] = max(boosts.get(f.entry, 0.0), FINDING_BOOST[f.severity])
+                    if f.severity == "error" and f.entry not in pinned:
+                        pinned.append(f.entry)
         name_notes, resolved = self._name_notes(query)
         notes.extend(name_notes)
-        hits = self.retriever.search(query, k=max(k, MAX_CLOSEST), facts=facts, query_params=resolved)
-        answered = bool(hits) and hits[0].score >= ANSWER_THRESHOLD
+        n = len(self.index.entries) if pinned else max(k, MAX_CLOSEST)
+        hits = self.retriever.search(query, k=n, facts=facts, query_params=resolved, boosts=boosts)
+        answered = bool(hits) and (hits[0].score >= ANSWER_THRESHOLD or bool(pinned))
         out: dict[str, Any] = {"query": query, "lang": lang, "answered": answered}
         if answered:
-            floor = max(ANSWER_THRESHOLD * 0.75, hits[0].score * RELATIVE_KEEP)
-            keep = [h for h in hits[:k] if h.score >= floor]
+            # entries explaining an error in the user's own config come first: that is a fact, not a guess
+            first = [h for eid in pinned for h in hits if h.entry_id == eid]
+            rest = [h for h in hits if h.entry_id not in pinned]
+            keep = first[:k]
+            if rest and rest[0].score >= ANSWER_THRESHOLD:
+                floor = max(ANSWER_THRESHOLD * 0.75, rest[0].score * RELATIVE_KEEP)
+                keep += [h for h in rest if h.score >= floor][: max(0, k - len(keep))]
             out["results"] = [self._result(h, lang, query) for h in keep]
             out["closest"] = []
         else:
@@ -132,7 +150,7 @@ class Engine:
                 }
                 for h in hits[:MAX_CLOSEST]
             ]
-        out["findings"] = []
+        out["findings"] = findings
         out["notes"] = notes
         if facts is not None:
             out["config_facts"] = facts.as_dict()
@@ -172,21 +190,31 @@ class Engine:
         }
 
     def _name_notes(self, query: str) -> tuple[list[dict[str, Any]], list[str]]:
-        """Registry verdicts for parameter-like names in the query; also the names to boost on."""
+        """The factcheck verdict for each parameter-like name in the query; also the names to boost on."""
         notes: list[dict[str, Any]] = []
         resolved: list[str] = []
         is_log = looks_like_log(query)
         for name in identifiers(query)[:40]:
             if not _param_like(name):
                 continue
-            lk = self.registry.resolve(name)
-            if lk.status in ("exact", "alias", "not-a-config-key"):
-                resolved.append(name)
+            v = judge(name, self.registry)
+            if v is None:
                 continue
-            if lk.status == "unknown" and (is_log or not _config_like(name, query)):
+            if v.verdict == "does-not-exist" and (is_log or not _config_like(name, query)):
                 continue  # tracebacks and prose are full of other names; judge only config-looking ones
             resolved.append(name)
-            notes.append(_name_note(name, lk))
+            if is_log and v.verdict != "does-not-exist":
+                continue  # names inside a pasted log are the library's own: no note needed
+            notes.append(
+                {
+                    "kind": "param",
+                    "name": name,
+                    "verdict": v.verdict,
+                    "registry_id": v.registry_id,
+                    "suggestions": v.suggestions,
+                    "message": v.message,
+                }
+            )
         return notes, resolved
 
     def health(self) -> dict[str, Any]:
@@ -217,29 +245,19 @@ def _config_like(name: str, query: str) -> bool:
     return bool(re.search(rf"[\"']{re.escape(name)}[\"']\s*:|\b{re.escape(name)}\s*[:=]", query))
 
 
-def _name_note(name: str, lk) -> dict[str, Any]:
-    rec = lk.record
-    if lk.status == "unknown":
-        msg = f"`{name}` does not exist in DeepSpeed, transformers, accelerate, peft or torch (registry)."
-        if lk.suggestions:
-            msg += f" Nearest real names: {', '.join(lk.suggestions)}."
-    elif lk.status == "deprecated":
-        repl = f"; use {rec['replacement']}" if rec.get("replacement") else ""
-        noop = " It is accepted but does nothing." if rec.get("noop") else ""
-        msg = f"`{name}` is deprecated ({rec['id']}){repl}.{noop}"
-    elif lk.status == "removed":
-        msg = f"`{name}` was removed: {rec['package']} {rec['version']} raises for it ({rec['id']})."
-    else:  # misplaced
-        where = ", ".join(c["path"] for c in lk.candidates[:3])
-        msg = f"`{name}` is not valid where it was written; it lives at: {where}."
-    return {
-        "kind": "param",
-        "name": name,
-        "verdict": lk.status,
-        "registry_id": rec["id"] if rec else None,
-        "suggestions": lk.suggestions or [c["id"] for c in lk.candidates[:3]],
-        "message": msg,
-    }
+FINDING_BOOST = {"error": 0.20, "warning": 0.10, "info": 0.0}
+
+
+def _model_size(query: str) -> float | None:
+    """A model size stated in the query ("7b", "70B", "13b"), in parameters."""
+    m = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)\s*[bB](?!\w)", query)
+    return float(m.group(1)) * 1e9 if m else None
+
+
+def _single_gpu(query: str) -> int | None:
+    """1 when the query says it runs on one GPU, else unknown."""
+    rx = r"\b(single|one|1)[\s-]*(gpu|card|a100|h100|h800|a800)\b|单卡|一张卡|单张"
+    return 1 if re.search(rx, query, re.I) else None
 
 
 def _bar(progress: Callable[[str], None]) -> Callable[[int, int], None] | None:

@@ -306,6 +306,104 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
                 click.echo(f"  MISS {r['id']} ({r['lang']}): rank={r.get('rank')} top={r['top']}")
 
 
+# ---------------------------------------------------------------- config doctor
+
+
+def _read_input(path: str, limit: int, what: str) -> tuple[str, str]:
+    try:
+        if path == "-":
+            text = sys.stdin.read(limit + 1)
+        else:
+            p = Path(path)
+            if p.stat().st_size > limit:
+                raise KbError(f"{path}: {what} is larger than {limit // 1000} kB; pass a smaller file")
+            text = p.read_bytes().decode("utf-8", errors="replace")
+    except OSError as e:
+        raise KbError(f"cannot read {path}: {e}") from None
+    if len(text) > limit:
+        raise KbError(f"{path}: {what} is larger than {limit // 1000} kB; pass a smaller file")
+    return text, "<stdin>" if path == "-" else path
+
+
+def parse_model_size(text: str | None) -> float | None:
+    """'7b' / '13B' / '6.74e9' / '350m' -> parameter count."""
+    if not text:
+        return None
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt]?)\s*", text.lower())
+    if not m:
+        raise KbError(f"--model {text!r}: give a size like 7b, 13b, 350m or a count like 6.74e9")
+    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2)]
+
+
+@main.command()
+@click.argument("file", metavar="FILE|-")
+@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
+@click.option("--world-size", type=click.IntRange(1), default=None, help="Total GPUs (checks batch arithmetic).")
+@click.option("--model", "model", default=None, help="Model size, e.g. 7b (checks whether model states fit).")
+@click.option("--gpu-mem", type=click.FloatRange(1), default=80.0, show_default=True, help="GPU memory, GiB.")
+def lint(file: str, as_json: bool, world_size: int | None, model: str | None, gpu_mem: float) -> None:
+    """What a DeepSpeed JSON / accelerate YAML / TrainingArguments file or launch command really does.
+
+    Exit 1 when there is an error-level finding, 2 when the file cannot be read or parsed.
+    """
+    from kb.configs import MAX_CONFIG_BYTES, ConfigError, parse_config
+    from kb.lint import lint_config
+
+    text, name = _read_input(file, MAX_CONFIG_BYTES, "config")
+    try:
+        cfg = parse_config(text, name)
+    except ConfigError as e:
+        raise KbError(str(e)) from None
+    findings = lint_config(
+        cfg, _registry(), world_size=world_size, model_params=parse_model_size(model), gpu_mem_gib=gpu_mem
+    )
+    if as_json:
+        _emit_json({"file": name, "kind": cfg.kind, "format": cfg.fmt, "findings": [f.to_dict() for f in findings]})
+    else:
+        click.echo(f"{name}: {cfg.kind} config ({cfg.fmt}), {len(findings)} finding(s)")
+        for f in findings:
+            loc = f"{name}:{f.line}" if f.line else name
+            click.echo(f"{loc}: {f.code} {f.severity} {f.path}: {f.message}")
+            if f.suggestion:
+                click.echo(f"    fix: {f.suggestion}")
+            if f.entry:
+                click.echo(f"    see: kb show {f.entry}")
+    sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
+
+
+@main.command()
+@click.argument("file", metavar="FILE|-")
+@click.option("--json", "as_json", is_flag=True, help='Print {"names": [...]} as JSON.')
+def factcheck(file: str, as_json: bool) -> None:
+    """Judge every parameter-like name in free text (a chat answer, a forum thread) against the registry.
+
+    Exit 1 when a name does not exist or is misplaced, 2 when the file cannot be read.
+    """
+    from kb.factcheck import MAX_TEXT_CHARS, check_names
+
+    text, name = _read_input(file, MAX_TEXT_CHARS * 4, "text")
+    truncated = len(text) > MAX_TEXT_CHARS
+    names = check_names(text, _registry())
+    if as_json:
+        out = {
+            "names": [
+                {k: v for k, v in n.to_dict().items() if k in ("name", "verdict", "registry_id", "suggestions", "line")}
+                for n in names
+            ]
+        }
+        if truncated:
+            out["note"] = f"only the first {MAX_TEXT_CHARS} characters were checked"
+        _emit_json(out)
+    else:
+        if truncated:
+            click.echo(f"note: only the first {MAX_TEXT_CHARS} characters were checked", err=True)
+        for n in names:
+            click.echo(f"{name}:{n.line}: {n.verdict:16} {n.message}")
+    sys.exit(1 if any(n.verdict in ("does-not-exist", "misplaced") for n in names) else 0)
+
+
 # ---------------------------------------------------------------- registry
 
 

@@ -128,13 +128,26 @@ def _line_map_by_search(text: str, data: dict) -> dict[str, int]:
     return out
 
 
+TRAINING_ARGS_MARKERS = (
+    "per_device_train_batch_size",
+    "output_dir",
+    "deepspeed",
+    "model_name_or_path",
+    "do_train",
+    "learning_rate",
+    "num_train_epochs",
+    "gradient_checkpointing",
+    "logging_steps",
+)
+
+
 def _kind(d: dict[str, Any]) -> str:
     if "deepspeed_config" in d or "distributed_type" in d or "compute_environment" in d:
         return "accelerate"
+    if any(k in d for k in TRAINING_ARGS_MARKERS) and "zero_optimization" not in d:
+        return "training_args"
     if "zero_optimization" in d or "train_micro_batch_size_per_gpu" in d or "bf16" in d or "fp16" in d:
         return "deepspeed"
-    if "per_device_train_batch_size" in d or "output_dir" in d or "deepspeed" in d or "model_name_or_path" in d:
-        return "training_args"
     return "unknown"
 
 
@@ -167,7 +180,10 @@ def _parse_command(text: str, source: str) -> ParsedConfig:
     if prog == "accelerate" and argv[:1] == ["launch"]:
         argv.pop(0)
         launcher = "accelerate launch"
-    elif prog.startswith("python") and argv[:2] in (["-m", "torch.distributed.run"], ["-m", "torch.distributed.launch"]):
+    elif prog.startswith("python") and argv[:2] in (
+        ["-m", "torch.distributed.run"],
+        ["-m", "torch.distributed.launch"],
+    ):
         argv = argv[2:]
         launcher = "torchrun"
     elif prog.startswith("python"):
@@ -175,7 +191,13 @@ def _parse_command(text: str, source: str) -> ParsedConfig:
     launcher_args, i = _flags(argv, stop_at_script=True)
     script = argv[i] if i < len(argv) else None
     script_args, _ = _flags(argv[i + 1 :], stop_at_script=False)
-    data = {"launcher": launcher, "env": env, "launcher_args": launcher_args, "script": script, "script_args": script_args}
+    data = {
+        "launcher": launcher,
+        "env": env,
+        "launcher_args": launcher_args,
+        "script": script,
+        "script_args": script_args,
+    }
     lines = {f"launcher_args.{k}": 1 for k in launcher_args} | {f"script_args.{k}": 1 for k in script_args}
     return ParsedConfig("launch", data, source, "cmdline", lines)
 
@@ -193,7 +215,11 @@ def _flags(argv: list[str], stop_at_script: bool) -> tuple[dict[str, Any], int]:
         key, eq, val = a.lstrip("-").partition("=")
         if eq:
             out[key] = val
-        elif i + 1 < len(argv) and not argv[i + 1].startswith("-") and not (stop_at_script and argv[i + 1].endswith(".py")):
+        elif (
+            i + 1 < len(argv)
+            and not argv[i + 1].startswith("-")
+            and not (stop_at_script and argv[i + 1].endswith(".py"))
+        ):
             out[key] = argv[i + 1]
             i += 1
         else:

@@ -15,10 +15,36 @@ from kb.text import identifiers
 MAX_TEXT_CHARS = 200_000
 # a dotted name starting with one of these is code on an object (model.to, torch.bfloat16); when the
 # registry does not know it, it is outside what kb can judge, so it is left out rather than condemned
-OBJECT_PREFIXES = {"model", "self", "trainer", "accelerator", "engine", "torch", "np", "os", "sys", "args",
-                   "training_args", "tokenizer", "nn", "F", "optimizer", "scheduler", "config", "ds_config", "peft_model"}
-VERDICT = {"exact": "valid", "alias": "valid", "deprecated": "deprecated", "removed": "deprecated",
-           "misplaced": "misplaced", "not-a-config-key": "not-a-config-key", "unknown": "does-not-exist"}
+OBJECT_PREFIXES = {
+    "model",
+    "self",
+    "trainer",
+    "accelerator",
+    "engine",
+    "torch",
+    "np",
+    "os",
+    "sys",
+    "args",
+    "training_args",
+    "tokenizer",
+    "nn",
+    "F",
+    "optimizer",
+    "scheduler",
+    "config",
+    "ds_config",
+    "peft_model",
+}
+VERDICT = {
+    "exact": "valid",
+    "alias": "valid",
+    "deprecated": "deprecated",
+    "removed": "deprecated",
+    "misplaced": "misplaced",
+    "not-a-config-key": "not-a-config-key",
+    "unknown": "does-not-exist",
+}
 
 
 @dataclass
@@ -70,8 +96,10 @@ def judge(name: str, registry: Registry) -> NameVerdict | None:
     if "." in name and first in OBJECT_PREFIXES:
         # code on an object: judge the attribute among APIs only ("model.half", "torch.cuda.memory_summary")
         lk = registry.resolve(name.split(".", 1)[1])
-        if lk.status not in ("not-a-config-key", "exact") or not lk.record or lk.record["kind"] in (
-            "config_key", "config_section", "yaml_key"
+        if (
+            lk.status not in ("not-a-config-key", "exact")
+            or not lk.record
+            or lk.record["kind"] in ("config_key", "config_section", "yaml_key")
         ):
             lk = registry.resolve(name.rsplit(".", 1)[1])
             if lk.record is None or lk.record["kind"] in ("config_key", "config_section", "yaml_key"):
@@ -93,9 +121,15 @@ def judge(name: str, registry: Registry) -> NameVerdict | None:
     verdict = VERDICT[lk.status]
     if rec is not None and lk.status == "not-a-config-key" and (rec.get("deprecated") or rec.get("noop")):
         verdict = "deprecated"
-    return NameVerdict(name, verdict, rec["id"] if rec else None,
-                       lk.suggestions or [c["id"] for c in lk.candidates[:3] if c is not rec],
-                       0, _message(name, verdict, lk), rec["kind"] if rec else None)
+    return NameVerdict(
+        name,
+        verdict,
+        rec["id"] if rec else None,
+        lk.suggestions or [c["id"] for c in lk.candidates[:3] if c is not rec],
+        0,
+        _message(name, verdict, lk),
+        rec["kind"] if rec else None,
+    )
 
 
 def _message(name: str, verdict: str, lk) -> str:

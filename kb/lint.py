@@ -38,8 +38,13 @@ RULES: dict[str, tuple[str, str, str | None]] = {
     "KB021": ("warning", "unknown-flag", None),
 }
 ENTRY_FOR_NAME = {"nvme_path": "nvme-offload-setup", "zero_force_ds_cpu_optimizer": "zero-force-ds-cpu-optimizer"}
-FREE_FORM = ("optimizer.params", "scheduler.params", "zero_optimization.leaf_module.classes",
-             "zero_optimization.leaf_module.names", "zero_optimization.leaf_module.name_suffixes")
+FREE_FORM = (
+    "optimizer.params",
+    "scheduler.params",
+    "zero_optimization.leaf_module.classes",
+    "zero_optimization.leaf_module.names",
+    "zero_optimization.leaf_module.name_suffixes",
+)
 # ZeRO-1/2 keep one gradient bucket of reduce_bucket_size elements, two with overlap_comm
 # (deepspeed 0.19.8 runtime/zero/stage_1_and_2.py:3256-3280); warn when that doubles past 1 GB
 BUCKET_WARN_BYTES = 1 << 30
@@ -60,17 +65,27 @@ class Finding:
 
 
 class _Linter:
-    def __init__(self, cfg: ParsedConfig, reg: Registry, world_size: int | None, model_params: float | None,
-                 gpu_mem_gib: float):
+    def __init__(
+        self, cfg: ParsedConfig, reg: Registry, world_size: int | None, model_params: float | None, gpu_mem_gib: float
+    ):
         self.cfg, self.reg = cfg, reg
         self.world_size, self.model_params, self.gpu_mem_gib = world_size, model_params, gpu_mem_gib
         self.out: list[Finding] = []
+        self.hf = False  # True when the config is known to go through the HF Trainer
 
-    def add(self, code: str, path: str, message: str, suggestion: str | None = None, entry: str | None = None,
-            line_path: str | None = None) -> None:
+    def add(
+        self,
+        code: str,
+        path: str,
+        message: str,
+        suggestion: str | None = None,
+        entry: str | None = None,
+        line_path: str | None = None,
+    ) -> None:
         sev, _, default_entry = RULES[code]
-        self.out.append(Finding(code, sev, path, self.cfg.line(line_path or path), message, suggestion,
-                                entry or default_entry))
+        self.out.append(
+            Finding(code, sev, path, self.cfg.line(line_path or path), message, suggestion, entry or default_entry)
+        )
 
     # ------------------------------------------------------------ DeepSpeed JSON
 
@@ -98,14 +113,23 @@ class _Linter:
                 self._unknown(key, path, shown, parent, strict, lk)
                 continue
             if lk.status == "removed":
-                self.add("KB004", shown, f"`{path}` was removed: DeepSpeed {rec['version']} raises "
-                         f"DeepSpeedConfigError for it ({rec['doc'] or 'removed feature'}).", "delete it")
+                self.add(
+                    "KB004",
+                    shown,
+                    f"`{path}` was removed: DeepSpeed {rec['version']} raises "
+                    f"DeepSpeedConfigError for it ({rec['doc'] or 'removed feature'}).",
+                    "delete it",
+                )
                 continue
             if lk.status == "deprecated":
                 self._deprecated(rec, path, shown, d)
             if lk.status == "alias":
-                self.add("KB019", shown, f"`{path}` is accepted as an alias of `{rec['path']}`.",
-                         f"write `{rec['path'].rsplit('.', 1)[-1]}`")
+                self.add(
+                    "KB019",
+                    shown,
+                    f"`{path}` is accepted as an alias of `{rec['path']}`.",
+                    f"write `{rec['path'].rsplit('.', 1)[-1]}`",
+                )
             if isinstance(value, dict) and rec["kind"] == "config_section":
                 self._keys(value, rec["path"], prefix)
             elif value == "auto":
@@ -117,23 +141,54 @@ class _Linter:
         where = [c["path"] for c in lk.candidates if c["kind"] in ("config_key", "config_section")]
         entry = ENTRY_FOR_NAME.get(key)
         if lk.status == "misplaced" and where:
-            effect = ("DeepSpeed raises ValidationError (Extra inputs are not permitted)" if strict
-                      else "DeepSpeed never reads it there, so it does nothing")
-            self.add("KB002", shown, f"`{key}` is not valid under `{parent or 'the top level'}`: {effect}. "
-                     f"It belongs at {', '.join(f'`{w}`' for w in where)}.", f"move it to `{where[0]}`", entry)
+            effect = (
+                "DeepSpeed raises ValidationError (Extra inputs are not permitted)"
+                if strict
+                else "DeepSpeed never reads it there, so it does nothing"
+            )
+            self.add(
+                "KB002",
+                shown,
+                f"`{key}` is not valid under `{parent or 'the top level'}`: {effect}. "
+                f"It belongs at {', '.join(f'`{w}`' for w in where)}.",
+                f"move it to `{where[0]}`",
+                entry,
+            )
             return
-        other = f" It is a {lk.record['kind']} ({lk.record['id']}), not a DeepSpeed config key." if (
-            lk.status == "not-a-config-key" and lk.record) else ""
-        hint = f"did you mean {', '.join(f'`{s}`' for s in lk.suggestions)}?" if lk.suggestions else "delete it"
+        other = (
+            f" It is a {lk.record['kind']} ({lk.record['id']}), not a DeepSpeed config key."
+            if (lk.status == "not-a-config-key" and lk.record)
+            else ""
+        )
+        near = self.reg.suggest(path, config_only=True, cutoff=62.0)
+        hint = f"did you mean {', '.join(f'`{s}`' for s in near)}?" if near else "delete it"
         if strict:
-            self.add("KB001", shown, f"`{key}` does not exist under `{parent}`: DeepSpeed raises ValidationError "
-                     f"(Extra inputs are not permitted).{other}", hint, entry)
+            self.add(
+                "KB001",
+                shown,
+                f"`{key}` does not exist under `{parent}`: DeepSpeed raises ValidationError "
+                f"(Extra inputs are not permitted).{other}",
+                hint,
+                entry,
+            )
         elif parent == "":
-            self.add("KB005", shown, f"`{key}` is not a DeepSpeed config key: at the top level DeepSpeed silently "
-                     f"ignores unknown keys, so this setting does nothing.{other}", hint, entry)
+            self.add(
+                "KB005",
+                shown,
+                f"`{key}` is not a DeepSpeed config key: at the top level DeepSpeed silently "
+                f"ignores unknown keys, so this setting does nothing.{other}",
+                hint,
+                entry,
+            )
         else:
-            self.add("KB005", shown, f"`{key}` is not read by DeepSpeed under `{parent}` (this section is not "
-                     f"validated, so the typo is silently ignored).{other}", hint, entry)
+            self.add(
+                "KB005",
+                shown,
+                f"`{key}` is not read by DeepSpeed under `{parent}` (this section is not "
+                f"validated, so the typo is silently ignored).{other}",
+                hint,
+                entry,
+            )
 
     def _deprecated(self, rec: dict, path: str, shown: str, siblings: dict) -> None:
         repl = rec.get("replacement")
@@ -144,9 +199,13 @@ class _Linter:
         self.add("KB003", shown, msg, f"use `{repl}`" if repl else "delete it")
         # cpu_offload + offload_optimizer (or cpu_offload_param + offload_param): AssertionError
         if repl and not rec.get("noop") and repl in siblings:
-            self.add("KB018", shown, f"`{path}` and its replacement `{repl}` are both set: DeepSpeed raises "
-                     f"AssertionError (Cannot provide deprecated parameter and replacing parameter together).",
-                     f"delete `{rec['name']}`")
+            self.add(
+                "KB018",
+                shown,
+                f"`{path}` and its replacement `{repl}` are both set: DeepSpeed raises "
+                f"AssertionError (Cannot provide deprecated parameter and replacing parameter together).",
+                f"delete `{rec['name']}`",
+            )
 
     def _auto(self, rec: dict, shown: str) -> None:
         fillers = sorted({r["package"] for r in self.reg.auto_fill.get(rec["path"], [])})
@@ -157,21 +216,40 @@ class _Linter:
             raw = "raises TypeError in its batch-size check"
         else:
             raw = 'keeps the string "auto", which breaks where the value is used'
+        if fillers and "transformers" in fillers and self.hf:
+            return  # the HF Trainer fills it: nothing to say
         if fillers:
-            self.add("KB007", shown, f'"auto" for `{rec["path"]}` is filled by {" and ".join(fillers)} only; '
-                     f"plain deepspeed.initialize {raw}.", "fine with the HF Trainer / accelerate; otherwise give a number")
+            self.add(
+                "KB007",
+                shown,
+                f'"auto" for `{rec["path"]}` is filled by {" and ".join(fillers)} only; '
+                f"plain deepspeed.initialize {raw}.",
+                "fine with the HF Trainer / accelerate; otherwise set it explicitly",
+            )
         else:
-            self.add("KB007", shown, f'Nothing fills "auto" for `{rec["path"]}` (not transformers, not accelerate): '
-                     f"DeepSpeed {raw}.", "write a value" + (f", or delete it to get {default}" if rec.get("validated") else ""))
+            self.add(
+                "KB007",
+                shown,
+                f'Nothing fills "auto" for `{rec["path"]}` (not transformers, not accelerate): DeepSpeed {raw}.',
+                "write a value" + (f", or delete it to get {default}" if rec.get("validated") else ""),
+            )
 
     def _value(self, rec: dict, value: Any, shown: str) -> None:
         err, coerced = check_value(rec, value)
         if err:
-            self.add("KB006", shown, f"`{rec['path']}` = {value!r}: {err}. DeepSpeed raises ValidationError.",
-                     f"expected {rec['type']}" + (f" in {rec['choices']}" if rec.get("choices") else ""))
+            self.add(
+                "KB006",
+                shown,
+                f"`{rec['path']}` = {value!r}: {err}. DeepSpeed raises ValidationError.",
+                f"expected {rec['type']}" + (f" in {rec['choices']}" if rec.get("choices") else ""),
+            )
         elif coerced is not None and coerced != value:
-            self.add("KB019", shown, f"`{rec['path']}` = {value!r} is accepted and converted to {coerced!r}.",
-                     f"write {json_literal(coerced)}")
+            self.add(
+                "KB019",
+                shown,
+                f"`{rec['path']}` = {value!r} is accepted and converted to {coerced!r}.",
+                f"write {json_literal(coerced)}",
+            )
 
     def _semantics(self, d: dict[str, Any], prefix: str) -> None:
         z = d.get("zero_optimization") if isinstance(d.get("zero_optimization"), dict) else {}
@@ -183,69 +261,134 @@ class _Linter:
                 continue
             dev = b.get("device", "none")
             if "device" not in b:
-                self.add("KB008", prefix + path, f'`{path}` has no "device": the code default is "none", so nothing '
-                         "is offloaded (the docs say cpu).", 'add "device": "cpu"')
+                self.add(
+                    "KB008",
+                    prefix + path,
+                    f'`{path}` has no "device": the code default is "none", so nothing '
+                    "is offloaded (the docs say cpu).",
+                    'add "device": "cpu"',
+                )
             if dev == "nvme" and not b.get("nvme_path"):
-                self.add("KB009", prefix + path + ".device", f'`{path}.device` is "nvme" but no `nvme_path` is set: '
-                         "DeepSpeed crashes at initialization (os.path.join on None, or an assertion under zero.Init).",
-                         f'add "nvme_path": "/local_nvme" inside `{blk}`')
+                self.add(
+                    "KB009",
+                    prefix + path + ".device",
+                    f'`{path}.device` is "nvme" but no `nvme_path` is set: '
+                    "DeepSpeed crashes at initialization (os.path.join on None, or an assertion under zero.Init).",
+                    f'add "nvme_path": "/local_nvme" inside `{blk}`',
+                )
             if blk == "offload_param" and dev in ("cpu", "nvme") and stage < 3:
-                self.add("KB010", prefix + path, f"`offload_param` is only used by ZeRO-3; at stage {stage} it is "
-                         "silently ignored (parameters stay on the GPU).", "use stage 3, or offload only the optimizer")
+                self.add(
+                    "KB010",
+                    prefix + path,
+                    f"`offload_param` is only used by ZeRO-3; at stage {stage} it is "
+                    "silently ignored (parameters stay on the GPU).",
+                    "use stage 3, or offload only the optimizer",
+                )
             if blk == "offload_optimizer" and dev == "nvme" and stage in (1, 2):
-                self.add("KB020", prefix + path + ".device", f'at stage {stage}, "nvme" optimizer offload behaves as CPU '
-                         "offload (ZeRO-1/2 have no NVMe path).", "use stage 3 for NVMe offload")
+                self.add(
+                    "KB020",
+                    prefix + path + ".device",
+                    f'at stage {stage}, "nvme" optimizer offload behaves as CPU offload (ZeRO-1/2 have no NVMe path).',
+                    "use stage 3 for NVMe offload",
+                )
             ratio = b.get("ratio")
-            if blk == "offload_optimizer" and isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio < 1 and stage < 3:
-                self.add("KB017", prefix + path + ".ratio", f"partial offload (ratio {ratio}) needs ZeRO-3: DeepSpeed "
-                         "raises ValidationError (Partial offloading only supported for ZeRO Stage 3).", "set ratio 1.0 or use stage 3")
+            if (
+                blk == "offload_optimizer"
+                and isinstance(ratio, (int, float))
+                and not isinstance(ratio, bool)
+                and ratio < 1
+                and stage < 3
+            ):
+                self.add(
+                    "KB017",
+                    prefix + path + ".ratio",
+                    f"partial offload (ratio {ratio}) needs ZeRO-3: DeepSpeed "
+                    "raises ValidationError (Partial offloading only supported for ZeRO Stage 3).",
+                    "set ratio 1.0 or use stage 3",
+                )
         bf, fp = d.get("bf16") or d.get("bfloat16"), d.get("fp16")
         if isinstance(bf, dict) and isinstance(fp, dict) and bf.get("enabled") is True and fp.get("enabled") is True:
-            self.add("KB011", prefix + "fp16.enabled", "bf16 and fp16 are both enabled: DeepSpeed raises AssertionError "
-                     "(bfloat16 and fp16 modes cannot be simultaneously enabled).", "keep one (bf16 on Ampere or newer)")
+            self.add(
+                "KB011",
+                prefix + "fp16.enabled",
+                "bf16 and fp16 are both enabled: DeepSpeed raises AssertionError "
+                "(bfloat16 and fp16 modes cannot be simultaneously enabled).",
+                "keep one (bf16 on Ampere or newer)",
+            )
         self._batch(d, prefix)
         if stage in (1, 2) and _truthy(z.get("overlap_comm")):
             bucket = z.get("reduce_bucket_size", 500_000_000)
             if isinstance(bucket, (int, float)) and not isinstance(bucket, bool):
                 nbytes = 2 * int(bucket) * 2
                 if nbytes >= BUCKET_WARN_BYTES:
-                    self.add("KB013", prefix + "zero_optimization.overlap_comm", f"with overlap_comm at stage {stage}, "
-                             f"ZeRO keeps two gradient buckets of reduce_bucket_size={int(bucket):,} elements: "
-                             f"{nbytes / 2**30:.1f} GiB of GPU memory in 16-bit.", "reduce_bucket_size 2e8 (or HF \"auto\"), or overlap_comm false")
+                    self.add(
+                        "KB013",
+                        prefix + "zero_optimization.overlap_comm",
+                        f"with overlap_comm at stage {stage}, "
+                        f"ZeRO keeps two gradient buckets of reduce_bucket_size={int(bucket):,} elements: "
+                        f"{nbytes / 2**30:.1f} GiB of GPU memory in 16-bit.",
+                        'reduce_bucket_size 2e8 (or HF "auto"), or overlap_comm false',
+                    )
         if "activation_checkpointing" in d:
-            self.add("KB016", prefix + "activation_checkpointing", "the `activation_checkpointing` section only configures "
-                     "deepspeed.checkpointing (Megatron-style code); Hugging Face models never call it, so it saves "
-                     "nothing there.", "use TrainingArguments gradient checkpointing / model.gradient_checkpointing_enable()")
+            self.add(
+                "KB016",
+                prefix + "activation_checkpointing",
+                "the `activation_checkpointing` section only configures "
+                "deepspeed.checkpointing (Megatron-style code); Hugging Face models never call it, so it saves "
+                "nothing there.",
+                "use TrainingArguments gradient checkpointing / model.gradient_checkpointing_enable()",
+            )
         self._fit(d, z, stage, prefix)
 
     def _batch(self, d: dict[str, Any], prefix: str) -> None:
-        tbs, mbs, gas = (d.get(k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"))
+        tbs, mbs, gas = (
+            d.get(k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+        )
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in (tbs, mbs)):
             return
         gas = gas if isinstance(gas, int) and not isinstance(gas, bool) else 1
         if self.world_size:
             if tbs != mbs * gas * self.world_size:
-                self.add("KB012", prefix + "train_batch_size", f"train_batch_size {tbs} != micro {mbs} x accumulation "
-                         f"{gas} x world size {self.world_size} = {mbs * gas * self.world_size}: DeepSpeed raises "
-                         "AssertionError (Check batch related parameters).", 'set it to the product, or drop it (or "auto" with HF)')
+                self.add(
+                    "KB012",
+                    prefix + "train_batch_size",
+                    f"train_batch_size {tbs} != micro {mbs} x accumulation "
+                    f"{gas} x world size {self.world_size} = {mbs * gas * self.world_size}: DeepSpeed raises "
+                    "AssertionError (Check batch related parameters).",
+                    'set it to the product, or drop it (or "auto" with HF)',
+                )
         elif tbs % (mbs * gas):
-            self.add("KB012", prefix + "train_batch_size", f"train_batch_size {tbs} is not a multiple of micro {mbs} x "
-                     f"accumulation {gas}: no world size makes DeepSpeed's batch check pass.", "fix the three numbers")
+            self.add(
+                "KB012",
+                prefix + "train_batch_size",
+                f"train_batch_size {tbs} is not a multiple of micro {mbs} x "
+                f"accumulation {gas}: no world size makes DeepSpeed's batch check pass.",
+                "fix the three numbers",
+            )
 
     def _fit(self, d: dict[str, Any], z: dict, stage: int, prefix: str) -> None:
-        if not self.model_params or (self.world_size or 1) != 1:
-            return
-        opt_dev = (z.get("offload_optimizer") or {}).get("device", "none") if isinstance(z.get("offload_optimizer"), dict) else "none"
+        if not self.model_params or self.world_size != 1:
+            return  # only a single GPU is certain to hold everything; the caller must say so
+        opt_dev = (
+            (z.get("offload_optimizer") or {}).get("device", "none")
+            if isinstance(z.get("offload_optimizer"), dict)
+            else "none"
+        )
         if opt_dev != "none":
             return
         p = self.model_params
         # DeepSpeed's model-state estimators on one GPU (largest layer term omitted: a lower bound)
         need = 18 * p if stage == 3 else (20 * p if stage in (1, 2) else 16 * p)
         if need / 2**30 > self.gpu_mem_gib:
-            self.add("KB014", prefix + "zero_optimization", f"{p / 1e9:.1f}B parameters with Adam at ZeRO stage {stage} on one "
-                     f"GPU need at least {need / 2**30:.0f} GiB for model states alone (DeepSpeed's estimator: "
-                     f"{'18' if stage == 3 else '20' if stage else '16'} bytes/param), more than {self.gpu_mem_gib:g} GiB. "
-                     "With one GPU, ZeRO has nothing to partition across.", "offload the optimizer (and params at stage 3), or use LoRA")
+            self.add(
+                "KB014",
+                prefix + "zero_optimization",
+                f"{p / 1e9:.1f}B parameters with Adam at ZeRO stage {stage} on one "
+                f"GPU need at least {need / 2**30:.0f} GiB for model states alone (DeepSpeed's estimator: "
+                f"{'18' if stage == 3 else '20' if stage else '16'} bytes/param), more than {self.gpu_mem_gib:g} GiB. "
+                "With one GPU, ZeRO has nothing to partition across.",
+                "offload the optimizer (and params at stage 3), or use LoRA",
+            )
 
     # ------------------------------------------------------------ accelerate YAML, TrainingArguments, command lines
 
@@ -253,35 +396,67 @@ class _Linter:
         for key in d:
             if self.reg.get(f"accelerate:yaml.{key}") is None:
                 near = self.reg.suggest(f"yaml.{key}")
-                self.add("KB001", str(key), f"`{key}` is not an accelerate config key: accelerate raises ValueError "
-                         "(unknown keys) when it loads this file.", f"did you mean {', '.join(near)}?" if near else "delete it")
+                self.add(
+                    "KB001",
+                    str(key),
+                    f"`{key}` is not an accelerate config key: accelerate raises ValueError "
+                    "(unknown keys) when it loads this file.",
+                    f"did you mean {', '.join(near)}?" if near else "delete it",
+                )
         ds = d.get("deepspeed_config")
         if not isinstance(ds, dict):
             return
-        for key, value in ds.items():
+        for key in ds:
             path = f"deepspeed_config.{key}"
             if self.reg.get(f"accelerate:yaml/{path}") is not None:
                 continue
-            if self.reg.get(f"deepspeed:{key}") is not None or self.reg.resolve(str(key), package="deepspeed").status != "unknown":
-                self.add("KB015", path, f"`{key}` is a DeepSpeed JSON key; accelerate does not pass it from the YAML to "
-                         "DeepSpeed, so it is ignored.", "put it in a DeepSpeed JSON and point `deepspeed_config_file` at it")
+            if (
+                self.reg.get(f"deepspeed:{key}") is not None
+                or self.reg.resolve(str(key), package="deepspeed").status != "unknown"
+            ):
+                self.add(
+                    "KB015",
+                    path,
+                    f"`{key}` is a DeepSpeed JSON key; accelerate does not pass it from the YAML to "
+                    "DeepSpeed, so it is ignored.",
+                    "put it in a DeepSpeed JSON and point `deepspeed_config_file` at it",
+                )
             else:
-                self.add("KB005", path, f"`{key}` is not a key accelerate reads under `deepspeed_config`; it is ignored.",
-                         "see `accelerate config` for the valid keys")
-        if isinstance(value := ds.get("zero3_init_flag"), bool) and value and _int(ds.get("zero_stage")) not in (3, None):
-            self.add("KB005", "deepspeed_config.zero3_init_flag", "zero3_init_flag only applies to ZeRO stage 3; accelerate "
-                     "turns it off with a warning at other stages.", "remove it or use zero_stage 3", entry="accelerate-zero3-init-flag")
+                self.add(
+                    "KB005",
+                    path,
+                    f"`{key}` is not a key accelerate reads under `deepspeed_config`; it is ignored.",
+                    "see `accelerate config` for the valid keys",
+                )
+        if (
+            isinstance(value := ds.get("zero3_init_flag"), bool)
+            and value
+            and _int(ds.get("zero_stage")) not in (3, None)
+        ):
+            self.add(
+                "KB005",
+                "deepspeed_config.zero3_init_flag",
+                "zero3_init_flag only applies to ZeRO stage 3; accelerate turns it off with a warning at other stages.",
+                "remove it or use zero_stage 3",
+                entry="accelerate-zero3-init-flag",
+            )
 
     def training_args(self, d: dict[str, Any]) -> None:
-        for key, value in d.items():
+        for key, _value in d.items():
             rec = self.reg.get(f"transformers:TrainingArguments.{key}")
             if rec is None:
                 continue  # LLaMA-Factory-style files mix model/data arguments of their own
             if rec.get("deprecated"):
-                self.add("KB003", str(key), f"`{key}` is deprecated in transformers {rec['version']}: {rec['doc'] or ''}".strip(),
-                         None, "hf-activation-checkpointing-vs-ds-section" if "checkpointing" in key else None)
+                self.add(
+                    "KB003",
+                    str(key),
+                    f"`{key}` is deprecated in transformers {rec['version']}: {rec['doc'] or ''}".strip(),
+                    None,
+                    "hf-activation-checkpointing-vs-ds-section" if "checkpointing" in key else None,
+                )
         ds = d.get("deepspeed")
         if isinstance(ds, dict):
+            self.hf = True  # the HF Trainer fills its "auto" keys
             self.deepspeed(ds, prefix="deepspeed.")
 
     def launch(self, d: dict[str, Any]) -> None:
@@ -290,26 +465,48 @@ class _Linter:
         if cli:
             for flag in d["launcher_args"]:
                 if self.reg.get(f"{cli.split()[0]}:cli/{cli}/--{flag}") is None:
-                    self.add("KB021", f"launcher_args.{flag}", f"`--{flag}` is not a `{cli}` option.",
-                             "check `" + cli + " --help`")
-        if launcher == "deepspeed" and "CUDA_VISIBLE_DEVICES" in d["env"] and (
-            {"include", "exclude", "num_gpus"} & set(d["launcher_args"])
+                    self.add(
+                        "KB021",
+                        f"launcher_args.{flag}",
+                        f"`--{flag}` is not a `{cli}` option.",
+                        "check `" + cli + " --help`",
+                    )
+        if (
+            launcher == "deepspeed"
+            and "CUDA_VISIBLE_DEVICES" in d["env"]
+            and ({"include", "exclude", "num_gpus"} & set(d["launcher_args"]))
         ):
-            self.add("KB005", "env.CUDA_VISIBLE_DEVICES", "the deepspeed launcher ignores CUDA_VISIBLE_DEVICES when "
-                     "--include/--exclude/--num_gpus is given and sets it per worker itself.",
-                     "select GPUs with --include localhost:0,1 only", entry="deepspeed-launcher-include-gpus")
-        for flag, value in d["script_args"].items():
+            self.add(
+                "KB005",
+                "env.CUDA_VISIBLE_DEVICES",
+                "the deepspeed launcher ignores CUDA_VISIBLE_DEVICES when "
+                "--include/--exclude/--num_gpus is given and sets it per worker itself.",
+                "select GPUs with --include localhost:0,1 only",
+                entry="deepspeed-launcher-include-gpus",
+            )
+        for flag, _value in d["script_args"].items():
             rec = self.reg.get(f"transformers:TrainingArguments.{flag}")
             if rec is not None and rec.get("deprecated"):
-                self.add("KB003", f"script_args.{flag}", f"`--{flag}` is deprecated in transformers {rec['version']}.", None)
+                self.add(
+                    "KB003", f"script_args.{flag}", f"`--{flag}` is deprecated in transformers {rec['version']}.", None
+                )
 
 
-def lint_config(cfg: ParsedConfig, registry: Registry, world_size: int | None = None,
-                model_params: float | None = None, gpu_mem_gib: float = 80.0) -> list[Finding]:
+def lint_config(
+    cfg: ParsedConfig,
+    registry: Registry,
+    world_size: int | None = None,
+    model_params: float | None = None,
+    gpu_mem_gib: float = 80.0,
+) -> list[Finding]:
     """All findings for one parsed config, in file order."""
     lt = _Linter(cfg, registry, world_size, model_params, gpu_mem_gib)
-    {"deepspeed": lt.deepspeed, "accelerate": lt.accelerate, "training_args": lt.training_args,
-     "launch": lt.launch}.get(cfg.kind, lt.deepspeed)(cfg.data)
+    {
+        "deepspeed": lt.deepspeed,
+        "accelerate": lt.accelerate,
+        "training_args": lt.training_args,
+        "launch": lt.launch,
+    }.get(cfg.kind, lt.deepspeed)(cfg.data)
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(lt.out, key=lambda f: (f.line or 0, order[f.severity], f.path))
 

@@ -166,12 +166,13 @@ class Registry:
     def _unknown(self, q: str, path: str) -> Lookup:
         return Lookup(q, "unknown", None, [], self.suggest(path))
 
-    def suggest(self, text: str, limit: int = 3, cutoff: float = 72.0) -> list[str]:
-        """Did-you-mean: nearest real names/paths by rapidfuzz similarity."""
+    def suggest(self, text: str, limit: int = 3, cutoff: float = 72.0, config_only: bool = False) -> list[str]:
+        """Did-you-mean: nearest real names/paths by rapidfuzz similarity (config keys only if asked)."""
         from rapidfuzz import fuzz, process
 
         leaf = text.rsplit(".", 1)[-1]
-        hits = process.extract(leaf.lower(), self._names, scorer=fuzz.ratio, processor=str.lower, limit=limit * 8)
+        names = self._config_names if config_only else self._names
+        hits = process.extract(leaf.lower(), names, scorer=fuzz.ratio, processor=str.lower, limit=limit * 8)
         # config keys first at equal similarity: a config-looking typo most likely means a config key
         ranked = sorted(
             (
@@ -195,6 +196,10 @@ class Registry:
     @cached_property
     def _names(self) -> list[str]:
         return sorted(self.by_name)
+
+    @cached_property
+    def _config_names(self) -> list[str]:
+        return sorted(n for n, recs in self.by_name.items() if any(r["kind"] in CONFIG_KINDS for r in recs))
 
     def config_paths(self, package: str = "deepspeed") -> list[str]:
         return sorted(r["path"] for r in self.records if r["package"] == package and r["kind"] in CONFIG_KINDS)

@@ -96,6 +96,7 @@ ANSWER_LABELS = {
         "closest": "Closest entries (not a confident match)",
         "why": "why",
         "notes": "About the names you used",
+        "findings": "Your config (kb lint)",
         "score": "score",
         "touched": "Your query repeats this myth",
     },
@@ -103,6 +104,7 @@ ANSWER_LABELS = {
         "closest": "最接近的条目（匹配度不够，仅供参考）",
         "why": "匹配依据",
         "notes": "关于你提到的参数名",
+        "findings": "你的配置（kb lint）",
         "score": "得分",
         "touched": "你的问题里提到了这个误区",
     },
@@ -114,12 +116,21 @@ def render_answer(ans: dict[str, Any], reg: Registry, console: Console | None = 
     console = console or Console()
     lang = ans["lang"]
     L, AL = LABELS[lang], ANSWER_LABELS[lang]
-    for f in ans.get("findings", []):
-        console.print(Text(f"[{f.get('severity', 'info')}] {f.get('message', '')}", style="yellow"))
+    if ans.get("findings"):
+        console.print(Text(AL["findings"], style="bold red"))
+        style = {"error": "red", "warning": "yellow", "info": "dim"}
+        for f in ans["findings"]:
+            loc = f"line {f['line']} " if f.get("line") else ""
+            console.print(
+                Text(f"  {f['code']} {f['severity']} {loc}{f['path']}: {f['message']}", style=style[f["severity"]])
+            )
+            if f.get("suggestion"):
+                console.print(Text(f"      fix: {f['suggestion']}", style="dim"))
     if ans.get("notes"):
         console.print(Text(AL["notes"], style="bold yellow"))
         for n in ans["notes"]:
-            console.print(Text(f"  ! {n['message']}", style="yellow"))
+            ok = n.get("verdict") == "valid"
+            console.print(Text(f"  {'✓' if ok else '!'} {n['message']}", style="dim" if ok else "yellow"))
     if not ans["answered"]:
         console.print(Text(ans["message"], style="bold"))
         if ans["closest"]:

@@ -137,7 +137,12 @@ class Retriever:
         return cov, matched
 
     def search(
-        self, query: str, k: int = 5, facts: QueryFacts | None = None, query_params: list[str] | None = None
+        self,
+        query: str,
+        k: int = 5,
+        facts: QueryFacts | None = None,
+        query_params: list[str] | None = None,
+        boosts: dict[str, float] | None = None,
     ) -> list[Hit]:
         """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query."""
         idx = self.idx
@@ -202,6 +207,13 @@ class Retriever:
                         title_named.add(eid)
         for h in hits.values():
             h.coverage = float(cov[self._entry_pos[h.entry_id]])
+        # entries that config findings point to (kb.lint)
+        for eid, bonus in (boosts or {}).items():
+            if eid in idx.entries:
+                h = hit(eid)
+                h.coverage = float(cov[self._entry_pos[eid]])
+                h.condition += bonus
+                h.condition_notes.append("your config triggers a finding this entry explains")
         # config conditions
         if facts is not None:
             for eid, h in hits.items():

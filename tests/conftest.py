@@ -8,6 +8,7 @@ SHARED = ROOT.parent / "shared"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
 @pytest.fixture(scope="session")

@@ -52,7 +52,7 @@ def test_out_of_scope_is_declined(engine, query):
 def test_invented_parameter_in_query_gets_a_registry_note(engine):
     ans = engine.ask("should I set zero_force_opt_offload: true to make offload work?")
     notes = {n["name"]: n for n in ans["notes"]}
-    assert notes["zero_force_opt_offload"]["verdict"] == "unknown"
+    assert notes["zero_force_opt_offload"]["verdict"] == "does-not-exist"
     assert ans["results"][0]["id"] == "zero-force-ds-cpu-optimizer"
     touched = [m for m in ans["results"][0]["myths"] if m["touched"]]
     assert touched, "the myth about the invented key is flagged as touched"
@@ -65,9 +65,9 @@ def test_deprecated_and_misplaced_names_are_explained(engine):
     assert v["zero_optimization.nvme_path"] == "misplaced"
 
 
-def test_real_names_get_no_note(engine):
+def test_real_names_are_confirmed(engine):
     ans = engine.ask("what does stage3_max_live_parameters do")
-    assert ans["notes"] == []
+    assert [(n["name"], n["verdict"]) for n in ans["notes"]] == [("stage3_max_live_parameters", "valid")]
     assert ans["results"][0]["id"] == "stage3-max-live-parameters-prefetch"
 
 

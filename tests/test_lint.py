@@ -1,0 +1,305 @@
+"""`kb lint` on real files, `kb factcheck` on free text, the seed thread, and fuzzing both."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kb.cli import main
+from kb.configs import ConfigError, parse_config
+from kb.factcheck import check_names
+from kb.lint import RULES, lint_config
+from tests.conftest import ROOT, shared_file
+
+FIX = ROOT / "tests" / "fixtures" / "configs"
+
+
+def lint_file(name, *args):
+    r = CliRunner().invoke(main, ["lint", str(FIX / name), "--json", *args])
+    return r, (json.loads(r.output) if r.output.startswith("{") else None)
+
+
+def by_code(out):
+    return {(f["code"], f["path"]): f for f in out["findings"]}
+
+
+def test_seed_style_config(registry):
+    r, out = lint_file("seed_ds_config.json", "--world-size", "1")
+    assert r.exit_code == 1 and out["kind"] == "deepspeed"
+    f = by_code(out)
+    assert f[("KB002", "zero_optimization.nvme_path")]["line"] == 9
+    assert "offload_optimizer.nvme_path" in f[("KB002", "zero_optimization.nvme_path")]["message"]
+    assert ("KB005", "zero_force_opt_offload") in f  # top-level: silently ignored
+    assert ("KB001", "zero_optimization.zero_3_leaf_modules") in f  # inside the section: DeepSpeed raises
+    assert f[("KB009", "zero_optimization.offload_optimizer.device")]["entry"] == "nvme-offload-setup"
+    assert ("KB008", "zero_optimization.offload_param") in f
+    assert ("KB006", "zero_optimization.reduce_bucket_size") in f
+    assert ("KB003", "zero_optimization.cpu_offload_use_pin_memory") in f
+    assert ("KB012", "train_batch_size") in f
+    assert ("KB016", "activation_checkpointing") in f
+    assert ("KB005", "activation_checkpointing.partitioned_activations") in f
+    for x in out["findings"]:
+        assert set(x) == {"code", "severity", "path", "line", "message", "suggestion", "entry"}
+
+
+def test_hf_auto_zero2():
+    r, out = lint_file("hf_auto_zero2.json")
+    f = by_code(out)
+    assert ("KB017", "zero_optimization.offload_optimizer.ratio") in f
+    assert ("KB010", "zero_optimization.offload_param") in f
+    assert "1.9 GiB" in f[("KB013", "zero_optimization.overlap_comm")]["message"]
+    assert "TypeError" in f[("KB007", "train_micro_batch_size_per_gpu")]["message"]
+
+
+def test_hjson_with_comments():
+    r, out = lint_file("hjson_config.hjson")
+    assert out["format"] == "hjson"
+    f = by_code(out)
+    assert f[("KB018", "zero_optimization.cpu_offload")]["line"] == 5
+    assert f[("KB001", "bf16.check_overflow")]["line"] == 8
+    assert "bf16.check_grad_overflow" in f[("KB001", "bf16.check_overflow")]["suggestion"]
+    assert ("KB011", "fp16.enabled") in f and ("KB004", "amp") in f
+
+
+def test_accelerate_yaml_with_deepspeed_keys():
+    r, out = lint_file("accelerate_zero3.yaml")
+    assert r.exit_code == 0 and out["kind"] == "accelerate"
+    f = by_code(out)
+    assert f[("KB015", "deepspeed_config.stage3_max_live_parameters")]["line"] == 9
+    assert ("KB015", "deepspeed_config.zero_force_ds_cpu_optimizer") in f
+    assert not any(c == "KB015" and "zero3_init_flag" in p for c, p in f)  # real accelerate key
+
+
+def test_training_args_yaml_with_nested_deepspeed():
+    r, out = lint_file("llamafactory_args.yaml")
+    assert out["kind"] == "training_args"
+    f = by_code(out)
+    assert f[("KB002", "deepspeed.zero_optimization.nvme_path")]["line"] == 14
+    assert ("KB003", "gradient_checkpointing") in f
+    assert not any(c == "KB007" for c, _ in f)  # the HF Trainer fills bf16.enabled "auto"
+
+
+def test_launch_command():
+    r, out = lint_file("launch_deepspeed.txt")
+    assert out["kind"] == "launch" and out["format"] == "cmdline"
+    f = by_code(out)
+    assert ("KB005", "env.CUDA_VISIBLE_DEVICES") in f
+    assert ("KB003", "script_args.gradient_checkpointing") in f
+
+
+def test_model_does_not_fit_single_gpu(registry):
+    cfg = parse_config('{"zero_optimization": {"stage": 3}, "bf16": {"enabled": true}}')
+    f = lint_config(cfg, registry, world_size=1, model_params=7e9)
+    assert [x.code for x in f] == ["KB014"] and "117 GiB" in f[0].message
+    assert lint_config(cfg, registry, world_size=8, model_params=7e9) == []  # unknown beyond one GPU
+    off = parse_config('{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}}')
+    assert lint_config(off, registry, world_size=1, model_params=7e9) == []
+
+
+def test_clean_config_exit_zero():
+    r, out = lint_file("good_zero3_offload.json")
+    assert r.exit_code == 0 and out["findings"] == []
+
+
+def test_bad_input_clear_and_nonzero(tmp_path):
+    r = CliRunner().invoke(main, ["lint", str(FIX / "broken.json")])
+    assert r.exit_code == 2 and "broken.json:5" in r.output
+    big = tmp_path / "big.json"
+    big.write_text("{" + '"a": 1,' * 300_000 + '"b": 2}')
+    r = CliRunner().invoke(main, ["lint", str(big)])
+    assert r.exit_code == 2 and "larger than" in r.output
+    r = CliRunner().invoke(main, ["lint", str(tmp_path / "nope.json")])
+    assert r.exit_code == 2 and "cannot read" in r.output
+    r = CliRunner().invoke(main, ["lint", "-"], input="[1, 2]")
+    assert r.exit_code == 2 and "mapping" in r.output
+
+
+def test_every_rule_is_documented_and_linked():
+    from kb.entries import load_entries
+
+    ids = {le.entry.id for le in load_entries(ROOT / "data" / "entries")}
+    for code, (sev, name, entry) in RULES.items():
+        assert sev in ("error", "warning", "info") and name
+        assert entry is None or entry in ids, (code, entry)
+
+
+# ---------------------------------------------------------------- factcheck
+
+
+def test_factcheck_seed_thread(registry):
+    text = shared_file("seeds/000_a786f7a16dad11d9.txt").read_text(encoding="utf-8")
+    v = {n.name: n for n in check_names(text, registry)}
+    for invented in ("zero_force_opt_offload", "zero_3_leaf_modules", "zero_force_ds_cpu_offload"):
+        assert v[invented].verdict == "does-not-exist", invented
+    assert v["zero_offload_optimizer"].verdict == "not-a-config-key"  # an engine method, used as a key
+    assert v["cpu_offload_use_pin_memory"].verdict == "deprecated"
+    real_keys = [
+        "reduce_bucket_size",
+        "stage3_prefetch_bucket_size",
+        "pin_memory",
+        "zero_optimization",
+        "stage3_gather_16bit_weights_on_model_save",
+        "reduce_scatter",
+        "zero_force_ds_cpu_optimizer",
+        "offload_optimizer",
+        "overlap_comm",
+    ]
+    for name in real_keys:
+        assert v[name].verdict == "valid", name
+    real_apis = [
+        "from_pretrained",
+        "device_map",
+        "deepspeed.initialize",
+        "load_state_dict",
+        "tie_weights",
+        "torch.cuda.memory_summary",
+        "torch_dtype",
+        "model.half",
+        "model.to",
+    ]
+    for name in real_apis:
+        assert v[name].verdict in ("not-a-config-key", "deprecated"), (name, v[name].verdict)
+    flagged = {n for n, x in v.items() if x.verdict == "does-not-exist"}
+    assert flagged == {"zero_force_opt_offload", "zero_3_leaf_modules", "zero_force_ds_cpu_offload", "zero_3"}
+
+
+def test_factcheck_cli_json(tmp_path):
+    f = tmp_path / "answer.md"
+    f.write_text('Set "zero_force_opt_offload": true\nand zero_optimization.nvme_path, plus overlap_comm=false\n')
+    r = CliRunner().invoke(main, ["factcheck", str(f), "--json"])
+    assert r.exit_code == 1
+    names = {n["name"]: n for n in json.loads(r.output)["names"]}
+    assert (
+        names["zero_force_opt_offload"]["verdict"] == "does-not-exist" and names["zero_force_opt_offload"]["line"] == 1
+    )
+    assert names["zero_optimization.nvme_path"]["verdict"] == "misplaced"
+    assert names["overlap_comm"]["verdict"] == "valid" and names["overlap_comm"]["registry_id"].endswith("overlap_comm")
+    assert set(names["overlap_comm"]) == {"name", "verdict", "registry_id", "suggestions", "line"}
+
+
+# ---------------------------------------------------------------- into answers
+
+
+def test_ask_with_config_puts_findings_first(engine):
+    cfg = (FIX / "seed_ds_config.json").read_text()
+    ans = engine.ask("zero3 oom first step", config_text=cfg)
+    codes = {f["code"] for f in ans["findings"]}
+    assert {"KB002", "KB009"} <= codes
+    top = [r["id"] for r in ans["results"]]
+    assert top[0] in {f["entry"] for f in ans["findings"] if f["severity"] == "error"}
+
+
+def test_ask_notes_carry_factcheck_verdicts(engine):
+    ans = engine.ask("is overlap_comm or zero_force_opt_offload the reason?")
+    v = {n["name"]: n["verdict"] for n in ans["notes"]}
+    assert v == {"overlap_comm": "valid", "zero_force_opt_offload": "does-not-exist"}
+
+
+# ---------------------------------------------------------------- fuzzing: no input crashes lint or factcheck
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
+    | st.sampled_from(["auto", "cpu", "nvme", "none", "5e8", "3"]),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "zero_optimization",
+                    "stage",
+                    "offload_optimizer",
+                    "offload_param",
+                    "device",
+                    "nvme_path",
+                    "bf16",
+                    "fp16",
+                    "enabled",
+                    "ratio",
+                    "overlap_comm",
+                    "reduce_bucket_size",
+                    "train_batch_size",
+                    "train_micro_batch_size_per_gpu",
+                    "gradient_accumulation_steps",
+                    "deepspeed_config",
+                    "deepspeed",
+                    "activation_checkpointing",
+                    "zero_stage",
+                    "x",
+                ]
+            )
+            | st.text(max_size=8),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=4000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values, st.sampled_from(["json", "yaml"]), st.integers(1, 8) | st.none(), st.sampled_from([None, 7e9]))
+def test_fuzz_lint_structured(registry, value, fmt, world, params):
+    import yaml
+
+    text = json.dumps(value) if fmt == "json" else yaml.safe_dump(value)
+    try:
+        cfg = parse_config(text)
+    except ConfigError:
+        return
+    for f in lint_config(cfg, registry, world_size=world, model_params=params):
+        assert f.code in RULES and f.message
+
+
+@settings(max_examples=3500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=300))
+def test_fuzz_lint_text(registry, text):
+    try:
+        cfg = parse_config(text)
+    except ConfigError:
+        return
+    lint_config(cfg, registry)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=200)
+    | st.lists(
+        st.sampled_from(
+            [
+                "zero_",
+                "offload",
+                ".",
+                "--",
+                "_param",
+                "显存",
+                "stage3",
+                "=",
+                ":",
+                " ",
+                "\n",
+                '"',
+                "deepspeed.",
+                "model.",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_fuzz_factcheck(registry, text):
+    for n in check_names(text, registry):
+        assert n.verdict in ("valid", "deprecated", "misplaced", "not-a-config-key", "does-not-exist")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "deepspeed", "accelerate launch", "{", "- a\n- b", "a: [", "\x00\x01"])
+def test_odd_inputs(registry, text):
+    try:
+        cfg = parse_config(text)
+    except ConfigError:
+        return
+    lint_config(cfg, registry)
