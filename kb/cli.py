@@ -271,8 +271,9 @@ def _ask_jsonl(fh, k: int, lang: str) -> None:
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False, exists=True))
 @click.option("--entries", "use_entries", is_flag=True, help="Evaluate every entry's own queries instead of FILE.")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--entry", "only", multiple=True, help="With --entries: only these entry ids (repeatable).")
 @click.option("--show-misses", is_flag=True, help="List the items that missed.")
-def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool) -> None:
+def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool, only: tuple[str, ...]) -> None:
     """Score retrieval on an eval set: hit@1, hit@3, MRR by language, out-of-scope declines."""
     from kb.evaluate import entry_queries_as_items, evaluate, load_eval
 
@@ -281,6 +282,11 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
     eng = _engine()
     try:
         items = entry_queries_as_items(eng) if use_entries else load_eval(file)
+        if only:
+            unknown = set(only) - set(eng.index.entries)
+            if unknown:
+                raise ValueError(f"no entry {', '.join(sorted(unknown))} in the index (run `kb check`)")
+            items = [i for i in items if (i["expected"].get("entry") or i["expected"].get("not_entry")) in only]
     except ValueError as e:
         raise KbError(str(e)) from None
     rep = evaluate(eng, items)
@@ -295,13 +301,16 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
     o = rep["out_of_scope"]
     if o["declined"] or o["answered"]:
         click.echo(f"out of scope: declined {o['declined']}, answered {o['answered']}")
+    nm = rep["near_misses"]
+    if nm["n"]:
+        click.echo(f"near misses (not_queries): {nm['n']}, wrongly in the top 3: {nm['in_top3']}")
     if rep["not_covered"]:
         click.echo(
             f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}"
         )
     if show_misses:
         for r in rep["items"]:
-            miss = (r.get("oos") and r["answered"]) or (r.get("covered") and (r["rank"] is None or r["rank"] > 3))
+            miss = (r.get("oos") and r["answered"]) or (r.get("covered") and (r["rank"] is None or r["rank"] > 3)) or r.get("violated")
             if miss:
                 click.echo(f"  MISS {r['id']} ({r['lang']}): rank={r.get('rank')} top={r['top']}")
 

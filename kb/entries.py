@@ -196,8 +196,8 @@ class Entry(_Model):
 
     @model_validator(mode="after")
     def _queries(self) -> Entry:
-        if len(self.queries.en) + len(self.queries.zh) < 3:
-            raise ValueError("queries: need at least 3 (and at least one per language)")
+        if len(self.queries.en) + len(self.queries.zh) < 4 or len(self.queries.zh) < 2:
+            raise ValueError("queries: need at least 4, at least 2 of them in Chinese (and 1 in English)")
         return self
 
     def all_params(self) -> list[str]:

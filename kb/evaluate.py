@@ -35,6 +35,8 @@ def entry_queries_as_items(engine) -> list[dict[str, Any]]:
         for lang in ("en", "zh"):
             for q in e["queries"][lang]:
                 items.append({"id": f"{eid}/{lang}", "lang": lang, "query": q, "expected": {"entry": eid}})
+        for q in e.get("not_queries", []):
+            items.append({"id": f"{eid}/not", "query": q, "expected": {"not_entry": eid}})
     return items
 
 
@@ -51,11 +53,18 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
     by_lang: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     rows = []
     oos = {"declined": 0, "answered": 0}
+    near_miss = {"n": 0, "in_top3": 0}
     for it in items:
         exp = it.get("expected", {})
         lang = it.get("lang") or ("zh" if any("\u4e00" <= c <= "\u9fff" for c in it["query"]) else "en")
         ans = engine.ask(it["query"], config_text=it.get("config"), k=max(k, 5))
         ids = [r["id"] for r in ans["results"]]
+        if "not_entry" in exp:
+            near_miss["n"] += 1
+            hit3 = exp["not_entry"] in ids[:k]
+            near_miss["in_top3"] += hit3
+            rows.append({"id": it.get("id"), "lang": lang, "near_miss": True, "violated": hit3, "top": ids[:3]})
+            continue
         if exp.get("topic") == OUT_OF_SCOPE:
             oos["declined" if not ans["answered"] else "answered"] += 1
             rows.append({"id": it.get("id"), "lang": lang, "oos": True, "answered": ans["answered"], "top": ids[:3]})
@@ -96,4 +105,5 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
             "params_named": round(s["params_named"] / s["params_expected"], 3) if s["params_expected"] else None,
         }
     not_covered = [r for r in rows if r.get("covered") is False]
-    return {"by_lang": summary, "out_of_scope": oos, "not_covered": [r["id"] for r in not_covered], "items": rows}
+    return {"by_lang": summary, "out_of_scope": oos, "near_misses": near_miss,
+            "not_covered": [r["id"] for r in not_covered], "items": rows}
