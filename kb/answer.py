@@ -122,6 +122,7 @@ class Engine:
                     boosts[f.entry] = max(boosts.get(f.entry, 0.0), FINDING_BOOST[f.severity])
                     if f.severity == "error" and f.entry not in pinned:
                         pinned.append(f.entry)
+        memory = self._memory(query, cfg) if config_text is not None else None
         name_notes, resolved = self._name_notes(query)
         notes.extend(name_notes)
         n = len(self.index.entries) if pinned else max(k, MAX_CLOSEST)
@@ -154,7 +155,61 @@ class Engine:
         out["notes"] = notes
         if facts is not None:
             out["config_facts"] = facts.as_dict()
+        if memory is not None:
+            out["memory"] = memory
         return out
+
+    def _memory(self, query: str, cfg) -> dict[str, Any] | None:
+        """kb mem for the user's config and the model size the query states (e.g. "7b", "llama2-13b")."""
+        from kb.memory import PRESETS, Setup, estimate_with_changes
+
+        shape = next(
+            (sh for name, sh in PRESETS.items() if name.replace("-", "") in query.lower().replace("-", "")), None
+        )
+        size = _model_size(query)
+        if shape is None and size is None:
+            return None
+        f = facts_from_config(cfg)
+        d = (
+            cfg.data.get("deepspeed")
+            if cfg.kind == "training_args" and isinstance(cfg.data.get("deepspeed"), dict)
+            else cfg.data
+        )
+        mb = d.get("train_micro_batch_size_per_gpu") if isinstance(d, dict) else None
+        gpus = _gpu_count(query)
+        assumptions = []
+        if gpus is None:
+            gpus = 1
+            assumptions.append("one GPU (say how many GPUs in the question to change this)")
+        offload = {("cpu", "cpu"): "optimizer+param", ("nvme", "nvme"): "optimizer+param"}.get(
+            (f.offload_optimizer, f.offload_param), "optimizer" if f.offload_optimizer in ("cpu", "nvme") else "none"
+        )
+        s = Setup(
+            shape=shape,
+            params=None if shape else int(size),
+            gpus=gpus,
+            stage=f.zero_stage or 0,
+            offload=offload,
+            precision=f.precision or "bf16",
+            micro_batch=mb if isinstance(mb, int) and mb > 0 else 1,
+        )
+        assumptions.append(f"sequence length {s.seq}, 80 GiB per GPU, activation checkpointing off")
+        if shape is None:
+            assumptions.append("parameter count only (name a preset such as llama2-7b for activations)")
+        e = estimate_with_changes(s)
+        return {
+            "model": shape.name if shape else f"{size / 1e9:g}B",
+            "gpu": e.gpu,
+            "gpu_total_gib": e.gpu_total_gib,
+            "gpu_needed_gib": e.gpu_needed_gib,
+            "fits_gpu": e.fits_gpu,
+            "host": e.host,
+            "host_total_gib": e.host_total_gib,
+            "deepspeed_estimator": e.deepspeed_estimator,
+            "changes": e.changes,
+            "assumptions": assumptions,
+            "notes": e.notes,
+        }
 
     def _result(self, h: Hit, lang: str, query: str) -> dict[str, Any]:
         e = self.index.entries[h.entry_id]
@@ -252,6 +307,16 @@ def _model_size(query: str) -> float | None:
     """A model size stated in the query ("7b", "70B", "13b"), in parameters."""
     m = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)\s*[bB](?!\w)", query)
     return float(m.group(1)) * 1e9 if m else None
+
+
+def _gpu_count(query: str) -> int | None:
+    """The number of GPUs the query states ("8 gpus", "4卡", "single gpu", "单卡")."""
+    if _single_gpu(query):
+        return 1
+    m = re.search(r"(\d+)\s*[x×]?\s*(?:gpus?|cards?|卡|张卡|块卡|[ah]100s?|h800s?|a800s?)\b", query, re.I) or re.search(
+        r"(\d+)\s*(?:卡|张卡|块卡)", query
+    )
+    return int(m.group(1)) if m and 0 < int(m.group(1)) <= 4096 else None
 
 
 def _single_gpu(query: str) -> int | None:

@@ -310,7 +310,11 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
         )
     if show_misses:
         for r in rep["items"]:
-            miss = (r.get("oos") and r["answered"]) or (r.get("covered") and (r["rank"] is None or r["rank"] > 3)) or r.get("violated")
+            miss = (
+                (r.get("oos") and r["answered"])
+                or (r.get("covered") and (r["rank"] is None or r["rank"] > 3))
+                or r.get("violated")
+            )
             if miss:
                 click.echo(f"  MISS {r['id']} ({r['lang']}): rank={r.get('rank')} top={r['top']}")
 
@@ -411,6 +415,128 @@ def factcheck(file: str, as_json: bool) -> None:
         for n in names:
             click.echo(f"{name}:{n.line}: {n.verdict:16} {n.message}")
     sys.exit(1 if any(n.verdict in ("does-not-exist", "misplaced") for n in names) else 0)
+
+
+@main.command()
+@click.option(
+    "--model", "model", default=None, help="Preset (llama2-7b, qwen2.5-72b, ...), a config.json, or a size like 7b."
+)
+@click.option("--params", "params", default=None, help="Parameter count instead of --model, e.g. 6.74e9.")
+@click.option("--gpus", type=click.IntRange(1), default=1, show_default=True, help="GPUs per node.")
+@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--gpu-mem", type=click.FloatRange(1), default=80.0, show_default=True, help="GPU memory, GiB.")
+@click.option("--cpu-mem", type=click.FloatRange(1), default=None, help="Host RAM per node, GiB (checks offload).")
+@click.option("--stage", type=click.IntRange(0, 3), default=3, show_default=True, help="ZeRO stage.")
+@click.option(
+    "--offload", type=click.Choice(["none", "optimizer", "optimizer+param"]), default="none", show_default=True
+)
+@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp32"]), default="bf16", show_default=True)
+@click.option("--seq", type=click.IntRange(1), default=2048, show_default=True, help="Sequence length.")
+@click.option("--micro-batch", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--activation-checkpointing/--no-activation-checkpointing", default=False, show_default=True)
+@click.option("--eager-attention", is_flag=True, help="Attention scores are materialised (no SDPA / flash).")
+@click.option("--lora-rank", type=click.IntRange(1), default=None, help="LoRA on all linear layers with this rank.")
+@click.option("--qlora", is_flag=True, help="4-bit (NF4) base with LoRA adapters.")
+@click.option("--json", "as_json", is_flag=True)
+def mem(
+    model,
+    params,
+    gpus,
+    nodes,
+    gpu_mem,
+    cpu_mem,
+    stage,
+    offload,
+    precision,
+    seq,
+    micro_batch,
+    activation_checkpointing,
+    eager_attention,
+    lora_rank,
+    qlora,
+    as_json,
+) -> None:
+    """Will it fit? GPU and host memory for a DeepSpeed / LoRA fine-tune, term by term.
+
+    Model states are DeepSpeed's own estimator figures; activations follow Korthikanti et al. 2022;
+    docs/memory.md explains every term and compares with GPU measurements. Exit 1 when it does not fit.
+    """
+    from kb.memory import Setup, estimate_with_changes, parse_params, resolve_model
+
+    if not model and not params:
+        raise KbError("give --model (a preset, a config.json or a size like 7b) or --params N")
+    try:
+        m = resolve_model(model) if model else parse_params(params)
+    except ValueError as e:
+        raise KbError(str(e)) from None
+    shape, count = (None, m) if isinstance(m, int) else (m, None)
+    s = Setup(
+        shape=shape,
+        params=count,
+        gpus=gpus,
+        nodes=nodes,
+        gpu_mem_gib=gpu_mem,
+        cpu_mem_gib=cpu_mem,
+        stage=stage,
+        offload=offload,
+        precision=precision,
+        seq=seq,
+        micro_batch=micro_batch,
+        activation_checkpointing=activation_checkpointing,
+        flash_attention=not eager_attention,
+        lora_rank=lora_rank,
+        qlora=qlora,
+    )
+    try:
+        e = estimate_with_changes(s)
+    except ValueError as err:
+        raise KbError(str(err)) from None
+    if as_json:
+        _emit_json(e.to_dict())
+    else:
+        from kb.render import render_memory
+
+        render_memory(e)
+    sys.exit(0 if e.fits_gpu and e.fits_host is not False else 1)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--list-unused", is_flag=True, help="List the DeepSpeed config keys no entry uses.")
+def stats(as_json: bool, list_unused: bool) -> None:
+    """Coverage report: entries by area, language completeness, parameters used and unused, myths."""
+    from kb.entries import EntryError, load_entries
+    from kb.stats import coverage
+
+    try:
+        entries = [le.entry for le in load_entries(paths.entries_dir(), include_withdrawn=True)]
+    except EntryError as e:
+        raise KbError(f"{e} (run `kb check`)") from None
+    rep = coverage(entries, _registry())
+    if as_json:
+        _emit_json(rep)
+        return
+    click.echo(f"entries: {rep['entries']} ({rep['withdrawn']} withdrawn), topics: {rep['topics']}")
+    click.echo("by area: " + ", ".join(f"{a} {n}" for a, n in rep["by_area"].items()))
+    lg = rep["languages"]
+    click.echo(
+        f"symptoms: en {lg['symptoms_en']}, zh {lg['symptoms_zh']}; test queries: en {lg['queries_en']}, "
+        f"zh {lg['queries_zh']}; entries with >= 2 zh queries: {lg['entries_with_2plus_zh_queries']}/{lg['entries']}; "
+        f"with >= 2 symptoms per language: {lg['entries_with_2plus_symptoms_each_language']}/{lg['entries']}"
+    )
+    click.echo(
+        f"registry ids used by entries: {rep['params_used']} of {rep['registry_records']} records "
+        f"({', '.join(f'{k} {v}' for k, v in rep['params_used_by_package'].items())})"
+    )
+    click.echo(
+        f"DeepSpeed config keys never used by an entry: {rep['deepspeed_config_keys_unused']} of "
+        f"{rep['deepspeed_config_keys']}"
+    )
+    if list_unused:
+        for rid in rep["deepspeed_config_keys_unused_list"]:
+            click.echo(f"  {rid}")
+    click.echo(f"myths: {rep['myths']} (names: {', '.join(f'{k} {v}' for k, v in sorted(rep['myth_names'].items()))})")
+    click.echo("sources: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["sources"].items())))
 
 
 # ---------------------------------------------------------------- registry

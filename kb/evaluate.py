@@ -105,5 +105,10 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
             "params_named": round(s["params_named"] / s["params_expected"], 3) if s["params_expected"] else None,
         }
     not_covered = [r for r in rows if r.get("covered") is False]
-    return {"by_lang": summary, "out_of_scope": oos, "near_misses": near_miss,
-            "not_covered": [r["id"] for r in not_covered], "items": rows}
+    return {
+        "by_lang": summary,
+        "out_of_scope": oos,
+        "near_misses": near_miss,
+        "not_covered": [r["id"] for r in not_covered],
+        "items": rows,
+    }

@@ -97,6 +97,7 @@ ANSWER_LABELS = {
         "why": "why",
         "notes": "About the names you used",
         "findings": "Your config (kb lint)",
+        "memory": "Memory (kb mem)",
         "score": "score",
         "touched": "Your query repeats this myth",
     },
@@ -105,6 +106,7 @@ ANSWER_LABELS = {
         "why": "匹配依据",
         "notes": "关于你提到的参数名",
         "findings": "你的配置（kb lint）",
+        "memory": "显存估算（kb mem）",
         "score": "得分",
         "touched": "你的问题里提到了这个误区",
     },
@@ -131,6 +133,21 @@ def render_answer(ans: dict[str, Any], reg: Registry, console: Console | None = 
         for n in ans["notes"]:
             ok = n.get("verdict") == "valid"
             console.print(Text(f"  {'✓' if ok else '!'} {n['message']}", style="dim" if ok else "yellow"))
+    if ans.get("memory"):
+        m = ans["memory"]
+        verdict = "fits" if m["fits_gpu"] else "does NOT fit"
+        console.print(
+            Text(
+                f"{AL['memory']} ({m['model']}): {m['gpu_needed_gib']:.1f} GiB per GPU needed: {verdict}; "
+                f"host {m['host_total_gib']:.1f} GiB",
+                style="bold green" if m["fits_gpu"] else "bold red",
+            )
+        )
+        for k, v in m["gpu"].items():
+            console.print(Text(f"  {v:8.2f} GiB  {k}", style="dim"))
+        for c in m["changes"][:3]:
+            console.print(Text(f"  -> {c['change']}: {c['gpu_needed_gib']:.1f} GiB per GPU", style="green"))
+        console.print(Text("  assuming " + "; ".join(m["assumptions"]), style="dim"))
     if not ans["answered"]:
         console.print(Text(ans["message"], style="bold"))
         if ans["closest"]:
@@ -164,3 +181,73 @@ def render_answer(ans: dict[str, Any], reg: Registry, console: Console | None = 
                 Group(*parts), title=f"[bold]{i}. {r['title']}[/]  [dim]{r['id']} \u00b7 {AL['score']} {r['score']}[/]"
             )
         )
+
+
+def render_memory(e, console: Console | None = None) -> None:
+    """Print a kb mem estimate: per-GPU and per-node terms, verdicts, cheapest changes."""
+    console = console or Console()
+    s = e.setup
+    what = s["shape"] or f"{e.params / 1e9:.2f}B params"
+    mode = (
+        (f"LoRA r={s['lora_rank']}" + (" (QLoRA)" if s["qlora"] else ""))
+        if (s["lora_rank"] or s["qlora"])
+        else (f"ZeRO-{s['stage']}, offload {s['offload']}")
+    )
+    console.print(
+        Text(
+            f"{what}: {e.params:,} parameters ({e.trainable_params:,} trainable), {mode}, "
+            f"{s['gpus']} GPU(s) x {s['nodes']} node(s), {s['precision']}, seq {s['seq']}, micro-batch "
+            f"{s['micro_batch']}, activation checkpointing {'on' if s['activation_checkpointing'] else 'off'}",
+            style="bold",
+        )
+    )
+    console.print(Text("Per GPU", style="bold"))
+    for k, v in e.gpu.items():
+        console.print(Text(f"  {v:9.2f} GiB  {k}"))
+    console.print(
+        Text(f"  {e.gpu_total_gib:9.2f} GiB  estimated peak allocated (torch.cuda.max_memory_allocated)", style="bold")
+    )
+    console.print(
+        Text(
+            f"  {e.gpu_needed_gib:9.2f} GiB  with 10% allocator fragmentation + 1 GiB CUDA context, vs "
+            f"{s['gpu_mem_gib']:g} GiB: {'fits' if e.fits_gpu else 'DOES NOT FIT'}",
+            style="green" if e.fits_gpu else "bold red",
+        )
+    )
+    if e.host:
+        console.print(Text("Per node (host RAM)", style="bold"))
+        for k, v in e.host.items():
+            console.print(Text(f"  {v:9.2f} GiB  {k}"))
+        verdict = (
+            ""
+            if s["cpu_mem_gib"] is None
+            else (
+                f" vs {s['cpu_mem_gib']:g} GiB: "
+                + {
+                    "fits": "fits",
+                    "tight": f"TIGHT ({e.host_min_gib:.0f} GiB without the 1.5x buffer)",
+                    "does not fit": "DOES NOT FIT",
+                }.get(e.host_verdict, e.host_verdict)
+            )
+        )
+        console.print(Text(f"  {e.host_total_gib:9.2f} GiB  total{verdict}", style="bold"))
+    if e.deepspeed_estimator:
+        d = e.deepspeed_estimator
+        console.print(
+            Text(
+                f"DeepSpeed's {d['function']}: {d['gpu_gib']:.2f} GiB per GPU, {d['cpu_gib']:.2f} GiB per node "
+                "(model states only; it prints GiB labelled GB)",
+                style="dim",
+            )
+        )
+    for n in e.notes:
+        console.print(Text(f"note: {n}", style="dim"))
+    if e.changes:
+        console.print(Text("Cheapest changes that make it fit", style="bold"))
+        for i, c in enumerate(e.changes, 1):
+            console.print(
+                Text(
+                    f"  {i}. {c['change']}: {c['gpu_needed_gib']:.1f} GiB per GPU, host {c['host_total_gib']:.1f} GiB"
+                    f" ({c['cost']})"
+                )
+            )
