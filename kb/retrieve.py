@@ -32,7 +32,7 @@ PARAM_BONUS = 0.12
 TITLE_NAME_BONUS = 0.08  # ... and more when the entry is about that name (it is in the title)
 DENSE_SECOND_WEIGHT = 0.3  # entry dense = 0.7 * best unit + 0.3 * second best: several phrasings agreeing
 CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15
-ANSWER_THRESHOLD = 0.42
+ANSWER_THRESHOLD = 0.44
 NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, no registry name)
 CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
 N_DENSE = 64
