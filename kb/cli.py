@@ -172,17 +172,7 @@ def _read_config(path: str | None) -> tuple[str | None, str]:
         return None, ""
     from kb.configs import MAX_CONFIG_BYTES
 
-    try:
-        if path == "-":
-            text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
-        else:
-            p = Path(path)
-            if p.stat().st_size > MAX_CONFIG_BYTES:
-                raise KbError(f"{path}: config is larger than {MAX_CONFIG_BYTES // 1000} kB; pass only the config file")
-            text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise KbError(f"cannot read config {path}: {e}") from None
-    return text, "<stdin>" if path == "-" else path
+    return _read_input(path, MAX_CONFIG_BYTES, "config")
 
 
 @main.command()
@@ -332,7 +322,7 @@ def _read_input(path: str, limit: int, what: str) -> tuple[str, str]:
                 raise KbError(f"{path}: {what} is larger than {limit // 1000} kB; pass a smaller file")
             text = p.read_bytes().decode("utf-8", errors="replace")
     except OSError as e:
-        raise KbError(f"cannot read {path}: {e}") from None
+        raise KbError(f"cannot read {what} {path}: {e}") from None
     if len(text) > limit:
         raise KbError(f"{path}: {what} is larger than {limit // 1000} kB; pass a smaller file")
     return text, "<stdin>" if path == "-" else path
