@@ -328,16 +328,17 @@ def _read_input(path: str, limit: int, what: str) -> tuple[str, str]:
     return text, "<stdin>" if path == "-" else path
 
 
-def parse_model_size(text: str | None) -> float | None:
-    """'7b' / '13B' / '6.74e9' / '350m' -> parameter count."""
-    if not text:
+def _model_params(model: str | None) -> int | None:
+    """--model for lint: a preset, a config.json or a size like 7b (kb.memory.resolve_model)."""
+    if not model:
         return None
-    import re
+    from kb.memory import resolve_model
 
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt]?)\s*", text.lower())
-    if not m:
-        raise KbError(f"--model {text!r}: give a size like 7b, 13b, 350m or a count like 6.74e9")
-    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2)]
+    try:
+        m = resolve_model(model)
+    except ValueError as e:
+        raise KbError(f"--model: {e}") from None
+    return m if isinstance(m, int) else m.params()
 
 
 @main.command()
@@ -360,7 +361,7 @@ def lint(file: str, as_json: bool, world_size: int | None, model: str | None, gp
     except ConfigError as e:
         raise KbError(str(e)) from None
     findings = lint_config(
-        cfg, _registry(), world_size=world_size, model_params=parse_model_size(model), gpu_mem_gib=gpu_mem
+        cfg, _registry(), world_size=world_size, model_params=_model_params(model), gpu_mem_gib=gpu_mem
     )
     if as_json:
         _emit_json({"file": name, "kind": cfg.kind, "format": cfg.fmt, "findings": [f.to_dict() for f in findings]})

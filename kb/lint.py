@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kb.configs import ParsedConfig
+from kb.configs import ParsedConfig, _int
 from kb.registry import Registry
 
 # code -> (severity, short name, entry that explains it)
@@ -555,13 +555,6 @@ def json_literal(v: Any) -> str:
     import json
 
     return json.dumps(v)
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError, OverflowError):
-        return None
 
 
 def _truthy(v: Any) -> bool:

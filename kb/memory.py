@@ -21,7 +21,6 @@ transformers models built on the meta device).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -315,8 +314,10 @@ def estimate(s: Setup) -> Estimate:
                 "stage 0 (plain data parallel, mixed-precision Adam): 20 bytes/param, as the ZeRO-2 formula on 1 GPU"
             )
         if s.precision == "fp32":
-            gpu_b = int(gpu_b * 1.0)
-            notes.append("fp32 training: DeepSpeed's estimators assume 16-bit weights; every 2*P term would double")
+            notes.append(
+                "fp32 training: DeepSpeed's estimators assume 16-bit weights and so does this estimate; "
+                "every 2*P term would double"
+            )
         gpu = {"model states (DeepSpeed estimator)": gpu_b / GiB, **gpu}
         host["model states (DeepSpeed estimator, x1.5 buffer)"] = cpu_b / GiB
         # ZeRO buffers at the config defaults (elements x 2 bytes, 16-bit gradients)
@@ -474,11 +475,3 @@ def resolve_model(text: str) -> ModelShape | int:
         raise ValueError(
             f"unknown model {text!r}: use a preset ({near}), a config.json path or a size like 7b"
         ) from None
-
-
-def fmt_gib(x: float) -> str:
-    return f"{x:,.2f} GiB" if x < 1000 else f"{x:,.0f} GiB"
-
-
-def isclose(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9)

@@ -98,6 +98,16 @@ def test_model_does_not_fit_single_gpu(registry):
     assert lint_config(off, registry, world_size=1, model_params=7e9) == []
 
 
+def test_lint_model_accepts_presets_and_sizes():
+    cfg = str(FIX / "good_zero3_offload.json")
+    bare = '{"zero_optimization": {"stage": 3}}'
+    for model in ("llama2-7b", "7b"):
+        r = CliRunner().invoke(main, ["lint", "-", "--json", "--world-size", "1", "--model", model], input=bare)
+        assert r.exit_code == 1 and json.loads(r.output)["findings"][0]["code"] == "KB014", model
+    r = CliRunner().invoke(main, ["lint", cfg, "--model", "gpt-99"])
+    assert r.exit_code == 2 and "--model" in r.output
+
+
 def test_clean_config_exit_zero():
     r, out = lint_file("good_zero3_offload.json")
     assert r.exit_code == 0 and out["findings"] == []

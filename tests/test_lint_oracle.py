@@ -194,8 +194,6 @@ def test_nvme_without_path_is_accepted_then_crashes_at_init(registry):
     # ZeRO-3 builds its swap folder from that path when the optimizer is created
     src = Path(deepspeed.__file__).parent / "runtime" / "zero" / "stage3.py"
     assert "os.path.join(offload_optimizer_config.nvme_path, 'zero_stage_3')" in src.read_text()
-    with pytest.raises(TypeError):
-        __import__("os").path.join(z.offload_optimizer.nvme_path, "zero_stage_3")
 
 
 def test_offload_param_below_stage3_is_accepted_and_unused(registry):
