@@ -12,13 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kb.configs import ConfigError, facts_from_config, parse_config
+from kb.configs import ConfigError, QueryFacts, facts_from_config, parse_config
 from kb.factcheck import judge
 from kb.index import Index, IndexCorrupt, IndexMissing, load_index
+from kb.lang import pick_lang
 from kb.lint import lint_config
 from kb.paths import entries_dir, index_dir
 from kb.registry import Registry, default_registry
-from kb.retrieve import ANSWER_THRESHOLD, Hit, QueryFacts, Retriever, query_lang
+from kb.retrieve import ANSWER_THRESHOLD, Hit, Retriever
 from kb.text import identifiers, looks_like_log
 
 MAX_QUERY_CHARS = 20_000
@@ -105,7 +106,7 @@ class Engine:
             raise QueryError("empty query: describe the symptom or paste the error")
         notes: list[dict[str, Any]] = []
         query = query.strip()
-        lang = query_lang(query, lang)
+        lang = pick_lang(query, lang)
         if len(query) > MAX_QUERY_CHARS:
             query = query[:MAX_QUERY_CHARS]
             notes.append({"kind": "input", "message": MESSAGES[lang]["truncated"].format(n=MAX_QUERY_CHARS)})

@@ -15,10 +15,21 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.retrieve import QueryFacts
-
 MAX_CONFIG_BYTES = 1_000_000
 LAUNCHERS = ("deepspeed", "accelerate", "torchrun", "python", "python3")
+
+
+@dataclass
+class QueryFacts:
+    """What the ranking may use about the user's setup (from --config): stage, offload devices, precision."""
+
+    zero_stage: int | None = None
+    offload_optimizer: str | None = None
+    offload_param: str | None = None
+    precision: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 class ConfigError(ValueError):

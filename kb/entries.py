@@ -16,11 +16,13 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kb.lang import CJK_WIDE, HAS_CJK
+
 AREAS = ("oom", "loading", "offload", "checkpoint", "precision", "config", "hang", "lora", "launch", "diagnose")
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-CJK_RE = re.compile(r"[\u3400-\u9fff]")
+CJK_RE = HAS_CJK
 # YAML folding (">-") joins lines with a space; between two CJK characters that space is an artifact
-_CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+_CJK = f"[{CJK_WIDE}]"
 _FOLD_SPACE = re.compile(rf"(?<={_CJK})[ \t]*\n?[ \t]+(?={_CJK})|(?<={_CJK}) (?={_CJK})")
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from kb.lang import detect_lang
+
 OUT_OF_SCOPE = "out_of_scope"
 
 
@@ -56,7 +58,7 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
     near_miss = {"n": 0, "in_top3": 0}
     for it in items:
         exp = it.get("expected", {})
-        lang = it.get("lang") or ("zh" if any("\u4e00" <= c <= "\u9fff" for c in it["query"]) else "en")
+        lang = it.get("lang") or detect_lang(it["query"])
         ans = engine.ask(it["query"], config_text=it.get("config"), k=max(k, 5))
         ids = [r["id"] for r in ans["results"]]
         if "not_entry" in exp:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 GiB = 2**30
+DEFAULT_GPU_MEM_GIB = 80.0  # the card kb assumes when the user does not say (A100/H100 80 GB)
 ABF = 1.5  # DeepSpeed estimators' additional_buffer_factor (CPU side only)
 PROCESS_BASELINE_GIB = 3.0  # host RSS of a CUDA + PyTorch + DeepSpeed process before model states (measured 2-3.5 GiB)
 CONTEXT_GIB = 1.0  # CUDA context + cuBLAS/NCCL workspaces, outside torch's allocator (stated, not derived)
@@ -163,7 +164,7 @@ class Setup:
     params: int | None = None  # when no shape is known (--params N)
     gpus: int = 1  # per node
     nodes: int = 1
-    gpu_mem_gib: float = 80.0
+    gpu_mem_gib: float = DEFAULT_GPU_MEM_GIB
     cpu_mem_gib: float | None = None  # per node
     stage: int = 3
     offload: str = "none"  # none | optimizer | optimizer+param

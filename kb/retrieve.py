@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from kb.configs import QueryFacts
 from kb.index import Index
-from kb.text import DOMAIN_ANCHORS, detect_lang, normalize_traceback, tokenize
+from kb.lang import CJK, detect_lang
+from kb.text import DOMAIN_ANCHORS, normalize_traceback, tokenize
 
 W_DENSE, W_COVER, W_BM25 = 0.45, 0.35, 0.20
 SIGNATURE_BONUS = 0.25
@@ -36,6 +38,7 @@ ANSWER_THRESHOLD = 0.44
 NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, no registry name)
 CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
 N_DENSE = 64
+_CJK_BIGRAM = re.compile(f"^[{CJK}]{{2}}$")
 
 # cosine range mapped to dense' 0..1, per embedder family and query language: the low end is about the
 # median cosine of off-topic questions, the high end a typical on-topic match (tests/eval/, docs/retrieval.md)
@@ -64,19 +67,6 @@ class Hit:
     params: list[str] = field(default_factory=list)
     condition: float = 0.0
     condition_notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class QueryFacts:
-    """What the ranking may use about the user's setup (from --config, later from lint)."""
-
-    zero_stage: int | None = None
-    offload_optimizer: str | None = None
-    offload_param: str | None = None
-    precision: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 class Retriever:
@@ -124,7 +114,7 @@ class Retriever:
         for t in dict.fromkeys(qtoks):
             w = self._idf(t)
             tid = self._vocab.get(t)
-            if tid is None and re.match(r"^[\u3400-\u9fff]{2}$", t):
+            if tid is None and _CJK_BIGRAM.match(t):
                 w *= CJK_OOV_WEIGHT
             total += w
             if tid is None:
@@ -317,7 +307,3 @@ def _all_params(e: dict[str, Any]) -> list[str]:
     for f in e.get("fixes", []):
         out.update(dict.fromkeys(f.get("params", [])))
     return list(out)
-
-
-def query_lang(query: str, lang: str = "auto") -> str:
-    return detect_lang(query) if lang == "auto" else lang

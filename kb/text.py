@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+from kb.lang import CJK
+
 _CJK_RUN = re.compile(f"[{CJK}]+")
-_HAS_CJK = re.compile(f"[{CJK}]")
 
 # variant spellings -> one canonical token (applied to lower-cased text before tokenizing)
 _VARIANTS: list[tuple[re.Pattern[str], str]] = [
@@ -134,11 +134,6 @@ DOMAIN_ANCHORS = frozenset(
 
 _IDENT = re.compile(r"--?[A-Za-z][\w-]*|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*")
 _NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[a-zA-Z]*")
-
-
-def detect_lang(text: str) -> str:
-    """'zh' when the text has Chinese characters, else 'en'."""
-    return "zh" if _HAS_CJK.search(text) else "en"
 
 
 def normalize(text: str) -> str:
