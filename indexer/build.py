@@ -63,7 +63,7 @@ def entry_units(e: Entry) -> list[Unit]:
         u.extend(Unit(e.id, "symptom", lang, s) for s in getattr(e.symptoms, lang))
         u.extend(Unit(e.id, "fix", lang, f.title.get(lang)) for f in e.fixes)
         u.extend(Unit(e.id, "myth", lang, m.claim.get(lang)) for m in e.myths)
-    u.extend(Unit(e.id, "signature", "any", signature_text(s)) for s in e.signatures)
+    u.extend(Unit(e.id, "signature", "any", signature_text(s.pattern)) for s in e.signatures)
     names = [rid.split(":", 1)[1].split("/")[-1] for rid in e.all_params()]
     names += [n.name for m in e.myths for n in m.names]
     if names:
@@ -270,3 +270,30 @@ def _prune(builds: Path, keep: str, keep_last: int = 2, stale_tmp_s: float = 360
     for p in builds.glob(".tmp-*"):
         if now - p.stat().st_mtime > stale_tmp_s:
             shutil.rmtree(p, ignore_errors=True)
+
+
+def ensure_index(
+    out: Path | None = None,
+    entries_root: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+) -> BuildReport | None:
+    """Build the index when it is missing, update it when the entries changed (by content); None when fresh.
+
+    ``on_start(reason)`` is called with "missing" or "stale" before a build starts. A corrupt index is
+    not rebuilt silently: IndexCorrupt propagates (its message says `kb build --full`)."""
+    from kb.index import IndexMissing, load_index
+
+    out = out or index_dir()
+    root = entries_root or entries_dir()
+    try:
+        idx = load_index(out)
+    except IndexMissing:
+        reason = "missing"
+    else:
+        if not root.is_dir() or not idx.is_stale(root):
+            return None
+        reason = "stale"
+    if on_start:
+        on_start(reason)
+    return build_index(out, root, progress=progress)

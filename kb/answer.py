@@ -1,96 +1,74 @@
-"""The engine every surface calls: a query (and optionally a config) in, an answer object out.
+"""The engine every surface calls: a query (and optionally a config) in, an ``Answer`` out.
 
-No generated prose: an answer is curated entries, registry facts about the names in the query,
-and deterministic findings. ``Engine.ask`` returns a plain dict (the ``kb ask --json`` object).
+No generated prose: an answer is curated entries, registry facts about the names it shows and the
+names in the query, and deterministic findings (lint, memory). The engine opens a ready index and
+never builds one (``indexer.build.ensure_index`` does, for the CLI); it never prints or draws.
+``Engine.ask`` returns a ``kb.contract.Answer`` (``.to_dict()`` is the ``kb ask --json`` object).
 """
 
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kb.configs import ConfigError, QueryFacts, facts_from_config, parse_config
+from kb import contract as C
+from kb.configs import (
+    ConfigError,
+    ParsedConfig,
+    QueryFacts,
+    QueryHints,
+    facts_from_config,
+    hints_from_query,
+    micro_batch,
+    parse_config,
+)
 from kb.factcheck import judge
-from kb.index import Index, IndexCorrupt, IndexMissing, load_index
+from kb.i18n import t
+from kb.index import IndexCorrupt, IndexMissing, IndexStale, check_fresh, load_index
 from kb.lang import pick_lang
 from kb.lint import lint_config
-from kb.paths import entries_dir, index_dir
+from kb.memory import DEFAULT_GPU_MEM_GIB
+from kb.paths import entries_dir
 from kb.registry import Registry, default_registry
 from kb.retrieve import ANSWER_THRESHOLD, Hit, Retriever
-from kb.text import identifiers, looks_like_log
+from kb.text import identifiers, looks_like_log, looks_like_param
 
 MAX_QUERY_CHARS = 20_000
 MAX_CLOSEST = 3
+MAX_K = 20
 # results far below the best match are noise, not alternatives: on the entries' own tests a right
 # answer ranked 2nd-3rd scores >= 0.78x the top, a near miss <= 0.70x (docs/retrieval.md)
 RELATIVE_KEEP = 0.75
-
-MESSAGES = {
-    "en": {
-        "no_answer": "No confident answer: this does not match anything the knowledge base covers well. "
-        "The closest entries are listed below, marked as such; they may not apply.",
-        "truncated": "The query was longer than {n} characters; only the first {n} were used.",
-    },
-    "zh": {
-        "no_answer": "没有把握的答案：知识库里没有和这个问题足够匹配的条目。下面列出的只是最接近的条目，不一定适用。",
-        "truncated": "问题超过 {n} 个字符，只用了前 {n} 个。",
-    },
-}
+FINDING_BOOST = {"error": 0.20, "warning": 0.10, "info": 0.0}
 
 
 class QueryError(ValueError):
-    pass
+    """Bad input to ``ask`` (empty query, bad option): the message says what to change."""
 
 
 class Engine:
-    """Loads the index once; answers many queries."""
+    """Opens the index once; answers many queries. Safe to share across threads for ``ask``."""
 
     def __init__(
         self,
         index_path: Path | None = None,
         registry: Registry | None = None,
-        auto_build: bool = True,
-        progress: Callable[[str], None] | None = None,
         entries_root: Path | None = None,
+        check_stale: bool = True,
     ):
-        self.index_path = index_path or index_dir()
-        self.entries_root = entries_root or entries_dir()
+        """Raise IndexMissing / IndexCorrupt / IndexStale (messages name the command that fixes it).
+
+        ``entries_root`` (default data/entries, when it exists) is compared with the index by content
+        hash; pass ``check_stale=False`` to serve an index whatever the entries on disk say."""
+        self.index = load_index(index_path)
+        root = entries_root or entries_dir()
+        if check_stale and root.is_dir():
+            check_fresh(self.index, root)
         self.registry = registry or default_registry()
-        self.progress = progress or (lambda msg: print(msg, file=sys.stderr))
-        self.index = self._load(auto_build)
         from kb.embedders import embedder_for_id
 
         self.retriever = Retriever(self.index, embedder_for_id(self.index.embedder_id))
-
-    def _load(self, auto_build: bool) -> Index:
-        try:
-            idx = load_index(self.index_path)
-        except IndexMissing:
-            if not auto_build:
-                raise
-            self.progress("no index yet: building it (first run only) ...")
-            self._build()
-            return load_index(self.index_path)
-        if self.entries_root.is_dir() and idx.is_stale(self.entries_root):
-            if not auto_build:
-                raise IndexCorrupt(f"index at {idx.path} is older than the entries; run `kb build`")
-            self.progress("entries changed since the last build: updating the index ...")
-            self._build()
-            idx = load_index(self.index_path)
-        return idx
-
-    def _build(self) -> None:
-        from indexer.build import build_index
-
-        rep = build_index(self.index_path, self.entries_root, progress=_bar(self.progress))
-        self.progress(
-            f"index built: {rep.entries} entries, {rep.units} units ({rep.embedded} embedded) in {rep.seconds:.1f}s"
-        )
-        for s in rep.skipped:
-            self.progress(f"skipped invalid entry: {s}")
 
     # ------------------------------------------------------------ asking
 
@@ -101,35 +79,45 @@ class Engine:
         config_name: str = "<config>",
         k: int = 5,
         lang: str = "auto",
-    ) -> dict[str, Any]:
-        if query is None or not query.strip():
+    ) -> C.Answer:
+        if not isinstance(query, str) or not query.strip():
             raise QueryError("empty query: describe the symptom or paste the error")
-        notes: list[dict[str, Any]] = []
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise QueryError(f"k must be an integer from 1 to {MAX_K}")
+        if config_text is not None and not isinstance(config_text, str):
+            raise QueryError("config must be the text of a config file")
         query = query.strip()
-        lang = pick_lang(query, lang)
+        try:
+            lang = pick_lang(query, lang)
+        except ValueError as e:
+            raise QueryError(str(e)) from None
+        notes: list[C.Note] = []
         if len(query) > MAX_QUERY_CHARS:
             query = query[:MAX_QUERY_CHARS]
-            notes.append({"kind": "input", "message": MESSAGES[lang]["truncated"].format(n=MAX_QUERY_CHARS)})
+            notes.append(C.Note("input", t(lang, "truncated", n=MAX_QUERY_CHARS)))
+        hints = hints_from_query(query)
+        cfg: ParsedConfig | None = None
         facts: QueryFacts | None = None
-        findings: list[dict[str, Any]] = []
+        findings: list[C.Finding] = []
         boosts: dict[str, float] = {}
         pinned: list[str] = []  # entries explaining error-level findings, in finding order
         if config_text is not None:
             cfg = parse_config(config_text, config_name)  # ConfigError propagates
             facts = facts_from_config(cfg)
-            for f in lint_config(cfg, self.registry, world_size=_single_gpu(query), model_params=_model_size(query)):
-                findings.append(f.to_dict())
+            for f in lint_config(cfg, self.registry, world_size=hints.single_gpu, model_params=hints.params):
+                findings.append(_finding(f, lang))
                 if f.entry:
                     boosts[f.entry] = max(boosts.get(f.entry, 0.0), FINDING_BOOST[f.severity])
                     if f.severity == "error" and f.entry not in pinned:
                         pinned.append(f.entry)
-        memory = self._memory(query, cfg) if config_text is not None else None
-        name_notes, resolved = self._name_notes(query)
+        memory = self._memory(hints, cfg, lang) if cfg is not None else None
+        name_notes, resolved = self._name_notes(query, lang)
         notes.extend(name_notes)
         n = len(self.index.entries) if pinned else max(k, MAX_CLOSEST)
         hits = self.retriever.search(query, k=n, facts=facts, query_params=resolved, boosts=boosts)
         answered = bool(hits) and (hits[0].score >= ANSWER_THRESHOLD or bool(pinned))
-        out: dict[str, Any] = {"query": query, "lang": lang, "answered": answered}
+        results: list[C.Result] = []
+        closest: list[C.Closest] = []
         if answered:
             # entries explaining an error in the user's own config come first: that is a fact, not a guess
             first = [h for eid in pinned for h in hits if h.entry_id == eid]
@@ -138,122 +126,87 @@ class Engine:
             if rest and rest[0].score >= ANSWER_THRESHOLD:
                 floor = max(ANSWER_THRESHOLD * 0.75, rest[0].score * RELATIVE_KEEP)
                 keep += [h for h in rest if h.score >= floor][: max(0, k - len(keep))]
-            out["results"] = [self._result(h, lang, query) for h in keep]
-            out["closest"] = []
+            qnames = {n.lower() for n in identifiers(query)}
+            results = [self._result(h, lang, qnames) for h in keep]
         else:
-            out["results"] = []
-            out["message"] = MESSAGES[lang]["no_answer"]
-            out["closest"] = [
-                {
-                    "id": h.entry_id,
-                    "title": self.index.entries[h.entry_id]["title"][lang],
-                    "score": round(h.score, 3),
-                    "closest": True,
-                }
+            closest = [
+                C.Closest(h.entry_id, self.index.entries[h.entry_id]["title"][lang], round(h.score, 3))
                 for h in hits[:MAX_CLOSEST]
             ]
-        out["findings"] = findings
-        out["notes"] = notes
-        if facts is not None:
-            out["config_facts"] = facts.as_dict()
-        if memory is not None:
-            out["memory"] = memory
-        return out
+        return C.Answer(
+            schema_version=C.SCHEMA_VERSION,
+            query=query,
+            lang=lang,  # type: ignore[arg-type]
+            answered=answered,
+            results=results,
+            closest=closest,
+            findings=findings,
+            notes=notes,
+            message=None if answered else t(lang, "no_answer"),
+            config_facts=facts.as_dict() if facts is not None else None,
+            memory=memory,
+        )
 
-    def _memory(self, query: str, cfg) -> dict[str, Any] | None:
-        """kb mem for the user's config and the model size the query states (e.g. "7b", "llama2-13b")."""
+    def _result(self, h: Hit, lang: str, qnames: set[str]) -> C.Result:
+        e = self.index.entries[h.entry_id]
+        return entry_result(e, lang, self.registry, score=h.score, why=self.retriever.why(h, lang), qnames=qnames)
+
+    def _memory(self, hints: QueryHints, cfg: ParsedConfig, lang: str) -> C.Memory | None:
+        """kb mem for the user's config and the model the query names (a preset, or a size like "7b")."""
         from kb.memory import PRESETS, Setup, estimate_with_changes
 
-        shape = next(
-            (sh for name, sh in PRESETS.items() if name.replace("-", "") in query.lower().replace("-", "")), None
-        )
-        size = _model_size(query)
-        if shape is None and size is None:
+        if hints.model is None and hints.params is None:
             return None
+        shape = PRESETS.get(hints.model) if hints.model else None
         f = facts_from_config(cfg)
-        d = (
-            cfg.data.get("deepspeed")
-            if cfg.kind == "training_args" and isinstance(cfg.data.get("deepspeed"), dict)
-            else cfg.data
-        )
-        mb = d.get("train_micro_batch_size_per_gpu") if isinstance(d, dict) else None
-        gpus = _gpu_count(query)
-        assumptions = []
+        assumptions: list[str] = []
+        gpus = hints.gpus
         if gpus is None:
             gpus = 1
-            assumptions.append("one GPU (say how many GPUs in the question to change this)")
+            assumptions.append(t(lang, "mem.assume_one_gpu"))
         offload = {("cpu", "cpu"): "optimizer+param", ("nvme", "nvme"): "optimizer+param"}.get(
             (f.offload_optimizer, f.offload_param), "optimizer" if f.offload_optimizer in ("cpu", "nvme") else "none"
         )
         s = Setup(
             shape=shape,
-            params=None if shape else int(size),
+            params=None if shape else int(hints.params or 0),
             gpus=gpus,
             stage=f.zero_stage or 0,
             offload=offload,
             precision=f.precision or "bf16",
-            micro_batch=mb if isinstance(mb, int) and mb > 0 else 1,
+            micro_batch=micro_batch(cfg) or 1,
+            gpu_mem_gib=DEFAULT_GPU_MEM_GIB,
         )
-        assumptions.append(f"sequence length {s.seq}, 80 GiB per GPU, activation checkpointing off")
+        assumptions.append(t(lang, "mem.assume_setup", seq=s.seq, gpu_mem=s.gpu_mem_gib))
         if shape is None:
-            assumptions.append("parameter count only (name a preset such as llama2-7b for activations)")
+            assumptions.append(t(lang, "mem.assume_count_only"))
         e = estimate_with_changes(s)
-        return {
-            "model": shape.name if shape else f"{size / 1e9:g}B",
-            "gpu": e.gpu,
-            "gpu_total_gib": e.gpu_total_gib,
-            "gpu_needed_gib": e.gpu_needed_gib,
-            "fits_gpu": e.fits_gpu,
-            "host": e.host,
-            "host_total_gib": e.host_total_gib,
-            "deepspeed_estimator": e.deepspeed_estimator,
-            "changes": e.changes,
-            "assumptions": assumptions,
-            "notes": e.notes,
-        }
+        ds = e.deepspeed_estimator
+        return C.Memory(
+            model=shape.name if shape else f"{(hints.params or 0) / 1e9:g}B",
+            gpus=gpus,
+            gpu_mem_gib=s.gpu_mem_gib,
+            gpu=[_term(label, gib, lang) for label, gib in e.gpu.items()],
+            gpu_total_gib=e.gpu_total_gib,
+            gpu_needed_gib=e.gpu_needed_gib,
+            fits_gpu=e.fits_gpu,
+            host=[_term(label, gib, lang) for label, gib in e.host.items()],
+            host_total_gib=e.host_total_gib,
+            deepspeed_estimator_gib=round(ds["gpu_gib"], 3) if ds else None,
+            changes=[C.MemoryChange(c["change"], c["cost"], c["gpu_needed_gib"], c["host_total_gib"]) for c in e.changes],
+            assumptions=assumptions,
+            notes=list(e.notes),
+        )
 
-    def _result(self, h: Hit, lang: str, query: str) -> dict[str, Any]:
-        e = self.index.entries[h.entry_id]
-        qnames = {n.lower() for n in identifiers(query)}
-        params = list(dict.fromkeys([*e.get("params", []), *(p for f in e["fixes"] for p in f.get("params", []))]))
-        return {
-            "id": e["id"],
-            "title": e["title"][lang],
-            "score": round(h.score, 3),
-            "params": params,
-            "why": self.retriever.why(h, lang),
-            "summary": e["summary"][lang],
-            "fixes": [
-                {
-                    "title": f["title"][lang],
-                    "text": f["text"][lang],
-                    "params": f.get("params", []),
-                    **({"snippet": f["snippet"]} if f.get("snippet") else {}),
-                }
-                for f in e["fixes"]
-            ],
-            "myths": [
-                {
-                    "claim": m["claim"][lang],
-                    "correction": m["correction"][lang],
-                    "names": [n["name"] for n in m["names"]],
-                    "touched": any(n["name"].lower() in qnames for n in m["names"]),
-                }
-                for m in e.get("myths", [])
-            ],
-            "sources": e["sources"],
-            "applies_to": e.get("applies_to", {}),
-        }
-
-    def _name_notes(self, query: str) -> tuple[list[dict[str, Any]], list[str]]:
+    def _name_notes(self, query: str, lang: str) -> tuple[list[C.Note], list[str]]:
         """The factcheck verdict for each parameter-like name in the query; also the names to boost on."""
-        notes: list[dict[str, Any]] = []
+        notes: list[C.Note] = []
         resolved: list[str] = []
         is_log = looks_like_log(query)
         for name in identifiers(query)[:40]:
-            if not _param_like(name):
+            if not looks_like_param(name):
                 continue
-            v = judge(name, self.registry)
+            v = judge(name, self.registry, lang)
             if v is None:
                 continue
             if v.verdict == "does-not-exist" and (is_log or not _config_like(name, query)):
@@ -261,16 +214,7 @@ class Engine:
             resolved.append(name)
             if is_log and v.verdict != "does-not-exist":
                 continue  # names inside a pasted log are the library's own: no note needed
-            notes.append(
-                {
-                    "kind": "param",
-                    "name": name,
-                    "verdict": v.verdict,
-                    "registry_id": v.registry_id,
-                    "suggestions": v.suggestions,
-                    "message": v.message,
-                }
-            )
+            notes.append(C.Note("param", v.message, name, v.verdict, v.registry_id, v.suggestions))  # type: ignore[arg-type]
         return notes, resolved
 
     def health(self) -> dict[str, Any]:
@@ -279,11 +223,114 @@ class Engine:
             "entries": len(self.index.entries),
             "units": len(self.index.units),
             "embedder": self.index.embedder_id,
+            "schema_version": C.SCHEMA_VERSION,
         }
 
 
-def _param_like(name: str) -> bool:
-    return "_" in name or "." in name or name.startswith("--") or bool(re.match(r"^[A-Z][a-z]+[A-Z]", name))
+# ---------------------------------------------------------------- the light entry view (kb ask and kb show)
+
+
+def entry_result(
+    e: dict[str, Any],
+    lang: str,
+    registry: Registry,
+    score: float = 1.0,
+    why: str = "",
+    qnames: set[str] | frozenset[str] = frozenset(),
+) -> C.Result:
+    """One entry (a plain dict: the index's entries.json or ``Entry.model_dump(mode="json")``) as a Result."""
+    params = list(dict.fromkeys([*e.get("params", []), *(p for f in e["fixes"] for p in f.get("params", []))]))
+    w = e.get("withdrawn")
+    return C.Result(
+        id=e["id"],
+        title=e["title"][lang],
+        score=round(score, 3),
+        why=why,
+        summary=e["summary"][lang],
+        area=e["area"],
+        causes=[c[lang] for c in e.get("causes", [])],
+        fixes=[
+            C.Fix(
+                f["title"][lang],
+                f["text"][lang],
+                list(f.get("params", [])),
+                C.Snippet(f["snippet"]["lang"], f["snippet"]["code"]) if f.get("snippet") else None,
+            )
+            for f in e["fixes"]
+        ],
+        params=params,
+        param_facts=[param_fact(registry, rid) for rid in params],
+        myths=[
+            C.Myth(
+                m["claim"][lang],
+                m["correction"][lang],
+                [n["name"] for n in m.get("names", [])],
+                any(n["name"].lower() in qnames for n in m.get("names", [])),
+            )
+            for m in e.get("myths", [])
+        ],
+        sources=[C.Source(**{k: s.get(k) for k in _SOURCE_FIELDS}) for s in e["sources"]],
+        applies_to=dict(e.get("applies_to") or {}),
+        related=list(e.get("related", [])),
+        withdrawn=(f"{w['date']}: {w['reason']}" if w else None),
+    )
+
+
+_SOURCE_FIELDS = ("type", "url", "package", "version", "file", "line", "note")
+
+
+def param_fact(registry: Registry, rid: str) -> C.ParamFact:
+    r = registry.get(rid)
+    if r is None:
+        pkg, _, path = rid.partition(":")
+        return C.ParamFact(rid, path.rsplit(".", 1)[-1], pkg, "", "", None, None, "", 0, known=False)
+    default = r.get("default")
+    return C.ParamFact(
+        id=r["id"],
+        name=r["name"],
+        package=r["package"],
+        version=r["version"],
+        kind=r["kind"],
+        type=r.get("type") or None,
+        default=None if default in (None, "null") else str(default),
+        source_file=r["source_file"],
+        source_line=int(r["source_line"]),
+        deprecated=bool(r.get("deprecated")),
+        replacement=r.get("replacement"),
+    )
+
+
+def _finding(f, lang: str) -> C.Finding:
+    zh = lang == "zh"
+    msg = (getattr(f, "message_zh", None) if zh else None) or f.message
+    sug = (getattr(f, "suggestion_zh", None) if zh else None) or f.suggestion
+    return C.Finding(f.code, f.severity, f.path, f.line, msg, sug, f.entry)
+
+
+# kb.memory's English term labels -> stable keys (kb.i18n "mem.term.*"); a parenthetical naming a
+# parameter (e.g. "(reduce_bucket_size 5e8)") is kept as written: names and numbers need no translation
+_TERM_KEYS = (
+    ("model states (DeepSpeed estimator, x1.5", "host_model_states"),
+    ("model states", "model_states"),
+    ("16-bit parameter partition", "param_partition"),
+    ("ZeRO-3 contiguous gradient buffer", "contiguous_grad"),
+    ("ZeRO-3 prefetch", "prefetch"),
+    ("ZeRO-1/2 reduce bucket", "reduce_bucket"),
+    ("activations (checkpointed)", "activations_ckpt"),
+    ("activations", "activations"),
+    ("logits and loss", "logits"),
+    ("frozen base weights", "lora_base"),
+    ("adapter weights", "lora_adapters"),
+)
+
+
+def _term(label: str, gib: float, lang: str) -> C.MemoryTerm:
+    for prefix, key in _TERM_KEYS:
+        if label.startswith(prefix):
+            tail = re.search(r"\(([^()]*_[^()]*)\)\s*$", label)
+            text = t(lang, f"mem.term.{key}") + (f" ({tail.group(1)})" if tail and key != "param_partition" else "")
+            return C.MemoryTerm(key, text, round(gib, 3))
+    return C.MemoryTerm(re.sub(r"\W+", "_", label.lower()).strip("_"), label, round(gib, 3))
 
 
 _CONFIG_PREFIX = re.compile(
@@ -301,49 +348,4 @@ def _config_like(name: str, query: str) -> bool:
     return bool(re.search(rf"[\"']{re.escape(name)}[\"']\s*:|\b{re.escape(name)}\s*[:=]", query))
 
 
-FINDING_BOOST = {"error": 0.20, "warning": 0.10, "info": 0.0}
-
-
-def _model_size(query: str) -> float | None:
-    """A model size stated in the query ("7b", "70B", "13b"), in parameters."""
-    m = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)\s*[bB](?!\w)", query)
-    return float(m.group(1)) * 1e9 if m else None
-
-
-def _gpu_count(query: str) -> int | None:
-    """The number of GPUs the query states ("8 gpus", "4卡", "single gpu", "单卡")."""
-    if _single_gpu(query):
-        return 1
-    m = re.search(r"(\d+)\s*[x×]?\s*(?:gpus?|cards?|卡|张卡|块卡|[ah]100s?|h800s?|a800s?)\b", query, re.I) or re.search(
-        r"(\d+)\s*(?:卡|张卡|块卡)", query
-    )
-    return int(m.group(1)) if m and 0 < int(m.group(1)) <= 4096 else None
-
-
-def _single_gpu(query: str) -> int | None:
-    """1 when the query says it runs on one GPU, else unknown."""
-    rx = r"\b(single|one|1)[\s-]*(gpu|card|a100|h100|h800|a800)\b|单卡|一张卡|单张"
-    return 1 if re.search(rx, query, re.I) else None
-
-
-def _bar(progress: Callable[[str], None]) -> Callable[[int, int], None] | None:
-    """A progress bar on stderr when it is a terminal (rich); silent counters otherwise."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.progress import Progress
-
-    state: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if "p" not in state:
-            state["p"] = Progress(transient=True)
-            state["p"].start()
-            state["t"] = state["p"].add_task("embedding", total=total)
-        state["p"].update(state["t"], completed=done)
-        if done >= total:
-            state["p"].stop()
-
-    return update
-
-
-__all__ = ["ConfigError", "Engine", "IndexCorrupt", "IndexMissing", "QueryError"]
+__all__ = ["ConfigError", "Engine", "IndexCorrupt", "IndexMissing", "IndexStale", "QueryError", "entry_result"]

@@ -1,6 +1,9 @@
-"""The ``kb`` command line. It parses and prints; the work lives in the modules it calls.
+"""The ``kb`` command line: it parses options, calls the core and a presenter, and prints.
 
-Imports of heavy modules stay inside the commands so that ``kb --help`` and ``kb ask`` start fast.
+No formatting lives here (kb.present does it); heavy modules are imported inside the commands so that
+``kb --help`` and ``kb ask`` start fast. Exit codes: 0 ok, 1 a problem found (lint error, name that
+does not exist, model that does not fit, check failure), 2 bad input, 3 no confident answer.
+With ``--json`` every outcome, an error too, is exactly one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -8,21 +11,59 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from kb import paths
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+MAX_JSONL_LINE = 2_000_000  # bytes: a query (20k chars) plus a config (1 MB), with room
 
 
 class KbError(click.ClickException):
-    """A user-facing error: message on stderr, exit code 2."""
+    """A user-facing error: message on stderr (or a JSON error object with --json), exit code 2."""
 
     exit_code = 2
 
+    def __init__(self, message: str, kind: str = "input"):
+        super().__init__(message)
+        self.kind = kind
 
-@click.group(context_settings=CONTEXT)
+
+class KbGroup(click.Group):
+    """Turns every error into one JSON object on stdout when the command was given --json / --jsonl."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as e:
+            if not _wants_json(getattr(self, "_argv", [])):
+                raise
+            kind = getattr(e, "kind", "input")
+            _echo_json(_error(e.format_message(), kind))
+            raise click.exceptions.Exit(e.exit_code) from None
+
+
+def _wants_json(argv: list[str]) -> bool:
+    return any(a in ("--json", "--jsonl") or a.startswith("--jsonl=") for a in argv)
+
+
+def _error(message: str, kind: str = "input", line: int | None = None) -> dict[str, Any]:
+    from kb.contract import SCHEMA_VERSION, ErrorObject
+
+    return ErrorObject(SCHEMA_VERSION, message, kind, line).to_dict()  # type: ignore[arg-type]
+
+
+def _echo_json(obj: Any, indent: int | None = None) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=indent))
+
+
+@click.group(cls=KbGroup, context_settings=CONTEXT)
 @click.version_option(package_name="kb", prog_name="kb")
 def main() -> None:
     """kb: verified fixes for DeepSpeed / transformers / accelerate / PEFT training failures."""
@@ -34,11 +75,67 @@ def _registry():
     try:
         return Registry.load()
     except FileNotFoundError as e:
+        raise KbError(str(e), "index") from None
+
+
+def _fmt(fmt: str) -> str:
+    """auto: colour on a terminal, plain text when piped."""
+    if fmt != "auto":
+        return fmt
+    return "terminal" if sys.stdout.isatty() else "plain"
+
+
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "terminal", "plain", "markdown"]),
+    default="auto",
+    show_default=True,
+    help="auto: colour on a terminal, plain text (never wrapped) when piped.",
+)
+
+
+# ---------------------------------------------------------------- reading input
+
+
+def _read_input(path: str, limit: int, what: str) -> tuple[str, str]:
+    """Text of a file or of stdin ("-"), decoded (UTF-8, or GBK Chinese), at most ``limit`` bytes."""
+    from kb.inputs import InputError, decode_bytes
+
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(limit + 1) if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        else:
+            p = Path(path)
+            if p.is_dir():
+                raise KbError(f"{path}: is a folder; pass a file")
+            if p.stat().st_size > limit:
+                raise KbError(f"{path}: {what} is larger than {limit // 1000} kB; pass a smaller file")
+            data = p.read_bytes()
+    except OSError as e:
+        raise KbError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise KbError(f"{name}: {what} is larger than {limit // 1000} kB; pass a smaller file")
+    try:
+        return decode_bytes(data, name), name
+    except InputError as e:
         raise KbError(str(e)) from None
 
 
-def _emit_json(obj) -> None:
-    click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+def _query_arg(query: str | None) -> str:
+    from kb.answer import MAX_QUERY_CHARS
+    from kb.inputs import InputError, decode_arg
+
+    if query == "-":
+        query, _ = _read_input("-", MAX_QUERY_CHARS * 4, "query")
+    try:
+        query = decode_arg(query or "", "query")
+    except InputError as e:
+        raise KbError(str(e)) from None
+    if not query.strip():
+        raise KbError('empty query: describe the symptom, e.g. kb ask "zero3 oom first step"')
+    return query
 
 
 # ---------------------------------------------------------------- check / show
@@ -56,46 +153,48 @@ def _emit_json(obj) -> None:
 def check(entries_dir: Path | None, as_json: bool) -> None:
     """Validate every entry: schema, registry names, myths, sources. Exit 1 on any problem."""
     from kb.check import check_all, problems_json
+    from kb.present import reports
 
     root = entries_dir or paths.entries_dir()
     if not root.is_dir():
         raise KbError(f"no entry folder at {root}")
-    loaded, problems = check_all(root, _registry())
+    _, problems = check_all(root, _registry())
     if as_json:
         click.echo(problems_json(problems))
     else:
-        for p in problems:
-            click.echo(str(p), err=True)
-        n_files = len(list(root.glob("*.yaml")))
-        status = "ok" if not problems else f"{len(problems)} problem(s)"
-        click.echo(f"checked {n_files} entries: {status}", err=bool(problems))
+        click.echo(reports.check(len(list(root.glob("*.yaml"))), [str(p) for p in problems]), nl=False, err=bool(problems))
     sys.exit(1 if problems else 0)
 
 
 @main.command()
 @click.argument("entry_id")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
-def show(entry_id: str, lang: str, as_json: bool) -> None:
-    """Render one entry (by id or alias) in the terminal."""
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON (the entry format).")
+@FORMAT
+def show(entry_id: str, lang: str, as_json: bool, fmt: str) -> None:
+    """Render one entry (by id or alias), the same way `kb ask` renders its results."""
     from kb.entries import EntryError, load_entries
 
     try:
         entries = {le.entry.id: le for le in load_entries(paths.entries_dir(), include_withdrawn=True)}
     except EntryError as e:
-        raise KbError(str(e)) from None
+        raise KbError(f"{e} (run `kb check`)") from None
     le = entries.get(entry_id) or next((x for x in entries.values() if entry_id in x.entry.aliases), None)
     if le is None:
         from rapidfuzz import process
 
         near = [m for m, _, _ in process.extract(entry_id, list(entries), limit=3)]
         raise KbError(f"no entry {entry_id!r}; nearest: {', '.join(near)}")
+    data = le.entry.model_dump(mode="json")
     if as_json:
-        _emit_json(le.entry.model_dump(mode="json"))
+        _echo_json(data, indent=2)
         return
-    from kb.render import render_entry
+    from kb.answer import entry_result
+    from kb.contract import to_dict
+    from kb.present import render_entry
 
-    render_entry(le.entry, _registry(), lang)
+    result = to_dict(entry_result(data, lang, _registry()))
+    click.echo(render_entry(result, lang, _fmt(fmt)), nl=False)
 
 
 # ---------------------------------------------------------------- index / ask
@@ -124,55 +223,46 @@ def build(embedder: str | None, full: bool, index_path: Path | None, as_json: bo
     from indexer.build import build_index
     from kb.embedders import UnknownEmbedder
     from kb.entries import EntryError
+    from kb.present import reports
+    from kb.present.progress import progress_callback
 
     out = index_path or paths.index_dir()
     if full and (out / "current").exists():
         (out / "current").unlink()
         shutil.rmtree(out / "builds", ignore_errors=True)
     try:
-        rep = build_index(out, embedder_spec=embedder, progress=_progress_bar())
+        rep = build_index(out, embedder_spec=embedder, progress=progress_callback(sys.stderr))
     except EntryError as e:
         raise KbError(f"{e} (run `kb check`)") from None
     except UnknownEmbedder as e:
         raise KbError(str(e)) from None
+    if rep.skipped:
+        click.echo(reports.skipped(rep.skipped), nl=False, err=True)
     if as_json:
-        _emit_json(asdict(rep))
+        _echo_json(asdict(rep), indent=2)
     else:
-        click.echo(
-            f"built {rep.path}: {rep.entries} entries, {rep.units} units, embedded {rep.embedded}, "
-            f"reused {rep.reused} ({rep.embedder}) in {rep.seconds:.2f}s"
-        )
-        for skipped in rep.skipped:
-            click.echo(f"skipped invalid entry (see `kb check`): {skipped}", err=True)
-        if rep.changed_entries:
-            click.echo(
-                f"changed entries: {', '.join(rep.changed_entries[:10])}{' ...' if len(rep.changed_entries) > 10 else ''}"
-            )
-
-
-def _progress_bar():
-    if not sys.stderr.isatty():
-        return None
-    from kb.answer import _bar
-
-    return _bar(lambda m: click.echo(m, err=True))
+        click.echo(reports.build(asdict(rep)), nl=False)
 
 
 def _engine():
-    from kb.answer import Engine, IndexCorrupt, IndexMissing
+    """Make sure the index is there and fresh (building it with progress when needed), then open it."""
+    from indexer.build import ensure_index
+    from kb.answer import Engine, IndexCorrupt, IndexMissing, IndexStale
+    from kb.present import reports
+    from kb.present.progress import progress_callback
 
     try:
-        return Engine(progress=lambda m: click.echo(m, err=True))
-    except (IndexMissing, IndexCorrupt) as e:
-        raise KbError(str(e)) from None
-
-
-def _read_config(path: str | None) -> tuple[str | None, str]:
-    if path is None:
-        return None, ""
-    from kb.configs import MAX_CONFIG_BYTES
-
-    return _read_input(path, MAX_CONFIG_BYTES, "config")
+        rep = ensure_index(
+            progress=progress_callback(sys.stderr),
+            on_start=lambda reason: click.echo(reports.build_started(reason), err=True),
+        )
+        if rep is not None:
+            click.echo(reports.build(rep.__dict__), nl=False, err=True)
+            if rep.skipped:
+                click.echo(reports.skipped(rep.skipped), nl=False, err=True)
+        return Engine()
+    except (IndexMissing, IndexCorrupt, IndexStale) as e:
+        raise KbError(str(e), "index") from None
 
 
 @main.command()
@@ -182,7 +272,7 @@ def _read_config(path: str | None) -> tuple[str | None, str]:
     "config_path",
     default=None,
     metavar="FILE",
-    help="Your ds_config.json / accelerate YAML / TrainingArguments (- for stdin).",
+    help="Your ds_config.json / accelerate YAML / TrainingArguments / launch command (- for stdin).",
 )
 @click.option("-k", "k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results to show.")
 @click.option(
@@ -192,69 +282,109 @@ def _read_config(path: str | None) -> tuple[str | None, str]:
     show_default=True,
     help="Answer language (auto: the query's).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object (docs/answer.md).")
 @click.option(
     "--jsonl",
     "jsonl",
-    type=click.File("r", encoding="utf-8"),
     default=None,
     metavar="FILE",
-    help='Answer many: one {"query": ..., "config": ...} per line in, one answer per line out.',
+    help='Answer many: one {"query": ..., "config": ..., "lang": ..., "k": ...} per line in (- for stdin), '
+    "one answer or error object per line out.",
 )
-def ask(query: str | None, config_path: str | None, k: int, lang: str, as_json: bool, jsonl) -> None:
-    """Ask about a symptom or paste an error: ranked, verified fixes (or an honest "no confident answer")."""
+@FORMAT
+def ask(query: str | None, config_path: str | None, k: int, lang: str, as_json: bool, jsonl: str | None, fmt: str) -> None:
+    """Ask about a symptom or paste an error (QUERY, or - for stdin): ranked, verified fixes, or an honest
+    "no confident answer". Exit 0 answered, 3 no confident answer, 2 bad input."""
     from kb.answer import QueryError
-    from kb.configs import ConfigError
+    from kb.configs import MAX_CONFIG_BYTES, ConfigError
 
     if jsonl is not None:
         if query:
             raise KbError("give either QUERY or --jsonl, not both")
         _ask_jsonl(jsonl, k, lang)
         return
-    if query is None or not query.strip():
-        raise KbError('empty query: describe the symptom, e.g. kb ask "zero3 oom first step"')
-    if query == "-":
-        query = sys.stdin.read()
-    config_text, config_name = _read_config(config_path)
+    query = _query_arg(query)
+    config_text, config_name = (None, "") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
     eng = _engine()
     try:
         ans = eng.ask(query, config_text=config_text, config_name=config_name, k=k, lang=lang)
-    except (QueryError, ConfigError) as e:
+    except QueryError as e:
         raise KbError(str(e)) from None
+    except ConfigError as e:
+        raise KbError(str(e), "config") from None
     if as_json:
-        click.echo(json.dumps(ans, ensure_ascii=False))
+        _echo_json(ans.to_dict())
     else:
-        from kb.render import render_answer
+        from kb.present import render_answer
 
-        render_answer(ans, eng.registry)
-    sys.exit(0 if ans["answered"] else 3)
+        click.echo(render_answer(ans, _fmt(fmt)), nl=False)
+    sys.exit(0 if ans.answered else 3)
 
 
-def _ask_jsonl(fh, k: int, lang: str) -> None:
+JSONL_KEYS = {"query", "config", "lang", "k"}
+
+
+def _ask_jsonl(path: str, k: int, lang: str) -> None:
+    """One output line per non-empty input line, in order; a bad line gets an error object, the rest answer."""
     from kb.answer import QueryError
     from kb.configs import ConfigError
+    from kb.inputs import InputError, decode_bytes
 
+    try:
+        fh = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise KbError(f"cannot read --jsonl {path}: {e.strerror or e}") from None
     eng = _engine()
     bad = 0
-    for n, line in enumerate(fh, 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            if not isinstance(item, dict):
-                raise ValueError("each line must be a JSON object")
-            ans = eng.ask(
-                str(item.get("query") or ""),
-                config_text=item.get("config"),
-                config_name=f"line {n} config",
-                k=k,
-                lang=item.get("lang", lang),
-            )
-        except (ValueError, QueryError, ConfigError) as e:
-            bad += 1
-            ans = {"line": n, "error": str(e)}
-        click.echo(json.dumps(ans, ensure_ascii=False))
+    try:
+        for n, raw in enumerate(iter(lambda: fh.readline(MAX_JSONL_LINE + 1), b""), 1):
+            if not raw.strip():
+                continue
+            try:
+                if len(raw) > MAX_JSONL_LINE:
+                    while raw and not raw.endswith(b"\n"):  # skip the rest of an oversized line
+                        raw = fh.readline(MAX_JSONL_LINE)
+                    raise InputError(f"line {n}: longer than {MAX_JSONL_LINE // 1000} kB")
+                item = json.loads(decode_bytes(raw, f"line {n}"))
+                q, cfg, item_lang, item_k = _jsonl_item(item, n, k, lang)
+                out = eng.ask(q, config_text=cfg, config_name=f"line {n} config", k=item_k, lang=item_lang).to_dict()
+            except json.JSONDecodeError as e:
+                bad += 1
+                out = _error(f"line {n}: not JSON ({e.msg} at column {e.colno})", "input", n)
+            except ConfigError as e:
+                bad += 1
+                out = _error(str(e), "config", n)
+            except (InputError, QueryError, ValueError) as e:
+                bad += 1
+                out = _error(str(e) if str(e).startswith("line ") else f"line {n}: {e}", "input", n)
+            _echo_json(out)
+    finally:
+        if fh is not sys.stdin.buffer:
+            fh.close()
     sys.exit(2 if bad else 0)
+
+
+def _jsonl_item(item: Any, n: int, k: int, lang: str) -> tuple[str, str | None, str, int]:
+    if not isinstance(item, dict):
+        raise ValueError(f"line {n}: expected a JSON object with a \"query\", got {type(item).__name__}")
+    unknown = sorted(set(item) - JSONL_KEYS)
+    if unknown:
+        raise ValueError(f"line {n}: unknown key {', '.join(map(repr, unknown))} (allowed: {', '.join(sorted(JSONL_KEYS))})")
+    q = item.get("query")
+    if not isinstance(q, str) or not q.strip():
+        raise ValueError(f"line {n}: \"query\" must be a non-empty string")
+    cfg = item.get("config")
+    if isinstance(cfg, (dict, list)):
+        cfg = json.dumps(cfg)  # a config given as a JSON object is the DeepSpeed JSON itself
+    elif cfg is not None and not isinstance(cfg, str):
+        raise ValueError(f"line {n}: \"config\" must be a string (the file's text) or a JSON object")
+    item_lang = item.get("lang", lang)
+    if item_lang not in ("auto", "en", "zh"):
+        raise ValueError(f"line {n}: \"lang\" must be auto, en or zh, got {item_lang!r}")
+    item_k = item.get("k", k)
+    if not isinstance(item_k, int) or isinstance(item_k, bool) or not 1 <= item_k <= 20:
+        raise ValueError(f"line {n}: \"k\" must be an integer from 1 to 20")
+    return q, cfg, item_lang, item_k
 
 
 @main.command("eval")
@@ -266,6 +396,7 @@ def _ask_jsonl(fh, k: int, lang: str) -> None:
 def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool, only: tuple[str, ...]) -> None:
     """Score retrieval on an eval set: hit@1, hit@3, MRR by language, out-of-scope declines."""
     from kb.evaluate import entry_queries_as_items, evaluate, load_eval
+    from kb.present import reports
 
     if not file and not use_entries:
         raise KbError("give an eval FILE (e.g. tests/eval/heldout.yaml) or --entries")
@@ -281,51 +412,12 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
         raise KbError(str(e)) from None
     rep = evaluate(eng, items)
     if as_json:
-        _emit_json(rep)
-        return
-    for lang, s in rep["by_lang"].items():
-        click.echo(
-            f"{lang}: n={s['n']}  hit@1={s['hit@1']:.3f}  hit@3={s['hit@3']:.3f}  MRR={s['mrr']:.3f}"
-            + (f"  params named={s['params_named']:.2f}" if s["params_named"] is not None else "")
-        )
-    o = rep["out_of_scope"]
-    if o["declined"] or o["answered"]:
-        click.echo(f"out of scope: declined {o['declined']}, answered {o['answered']}")
-    nm = rep["near_misses"]
-    if nm["n"]:
-        click.echo(f"near misses (not_queries): {nm['n']}, wrongly in the top 3: {nm['in_top3']}")
-    if rep["not_covered"]:
-        click.echo(
-            f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}"
-        )
-    if show_misses:
-        for r in rep["items"]:
-            miss = (
-                (r.get("oos") and r["answered"])
-                or (r.get("covered") and (r["rank"] is None or r["rank"] > 3))
-                or r.get("violated")
-            )
-            if miss:
-                click.echo(f"  MISS {r['id']} ({r['lang']}): rank={r.get('rank')} top={r['top']}")
+        _echo_json(rep, indent=2)
+    else:
+        click.echo(reports.evaluation(rep, show_misses), nl=False)
 
 
 # ---------------------------------------------------------------- config doctor
-
-
-def _read_input(path: str, limit: int, what: str) -> tuple[str, str]:
-    try:
-        if path == "-":
-            text = sys.stdin.read(limit + 1)
-        else:
-            p = Path(path)
-            if p.stat().st_size > limit:
-                raise KbError(f"{path}: {what} is larger than {limit // 1000} kB; pass a smaller file")
-            text = p.read_bytes().decode("utf-8", errors="replace")
-    except OSError as e:
-        raise KbError(f"cannot read {what} {path}: {e}") from None
-    if len(text) > limit:
-        raise KbError(f"{path}: {what} is larger than {limit // 1000} kB; pass a smaller file")
-    return text, "<stdin>" if path == "-" else path
 
 
 def _model_params(model: str | None) -> int | None:
@@ -341,70 +433,71 @@ def _model_params(model: str | None) -> int | None:
     return m if isinstance(m, int) else m.params()
 
 
+GPU_MEM = click.option(
+    "--gpu-mem", type=click.FloatRange(1), default=None, help="GPU memory, GiB (default 80: an A100/H100 80 GB)."
+)
+
+
 @main.command()
 @click.argument("file", metavar="FILE|-")
 @click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
 @click.option("--world-size", type=click.IntRange(1), default=None, help="Total GPUs (checks batch arithmetic).")
 @click.option("--model", "model", default=None, help="Model size, e.g. 7b (checks whether model states fit).")
-@click.option("--gpu-mem", type=click.FloatRange(1), default=80.0, show_default=True, help="GPU memory, GiB.")
-def lint(file: str, as_json: bool, world_size: int | None, model: str | None, gpu_mem: float) -> None:
+@GPU_MEM
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the text.")
+def lint(file: str, as_json: bool, world_size: int | None, model: str | None, gpu_mem: float | None, lang: str) -> None:
     """What a DeepSpeed JSON / accelerate YAML / TrainingArguments file or launch command really does.
 
     Exit 1 when there is an error-level finding, 2 when the file cannot be read or parsed.
     """
     from kb.configs import MAX_CONFIG_BYTES, ConfigError, parse_config
     from kb.lint import lint_config
+    from kb.memory import DEFAULT_GPU_MEM_GIB
+    from kb.present import reports
 
     text, name = _read_input(file, MAX_CONFIG_BYTES, "config")
     try:
         cfg = parse_config(text, name)
     except ConfigError as e:
-        raise KbError(str(e)) from None
+        raise KbError(str(e), "config") from None
     findings = lint_config(
-        cfg, _registry(), world_size=world_size, model_params=_model_params(model), gpu_mem_gib=gpu_mem
+        cfg,
+        _registry(),
+        world_size=world_size,
+        model_params=_model_params(model),
+        gpu_mem_gib=gpu_mem or DEFAULT_GPU_MEM_GIB,
     )
+    dicts = [f.to_dict() for f in findings]
     if as_json:
-        _emit_json({"file": name, "kind": cfg.kind, "format": cfg.fmt, "findings": [f.to_dict() for f in findings]})
+        _echo_json({"file": name, "kind": cfg.kind, "format": cfg.fmt, "findings": dicts}, indent=2)
     else:
-        click.echo(f"{name}: {cfg.kind} config ({cfg.fmt}), {len(findings)} finding(s)")
-        for f in findings:
-            loc = f"{name}:{f.line}" if f.line else name
-            click.echo(f"{loc}: {f.code} {f.severity} {f.path}: {f.message}")
-            if f.suggestion:
-                click.echo(f"    fix: {f.suggestion}")
-            if f.entry:
-                click.echo(f"    see: kb show {f.entry}")
+        click.echo(reports.lint(name, cfg.kind, cfg.fmt, dicts, lang), nl=False)
     sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
 
 
 @main.command()
 @click.argument("file", metavar="FILE|-")
 @click.option("--json", "as_json", is_flag=True, help='Print {"names": [...]} as JSON.')
-def factcheck(file: str, as_json: bool) -> None:
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the text.")
+def factcheck(file: str, as_json: bool, lang: str) -> None:
     """Judge every parameter-like name in free text (a chat answer, a forum thread) against the registry.
 
     Exit 1 when a name does not exist or is misplaced, 2 when the file cannot be read.
     """
     from kb.factcheck import MAX_TEXT_CHARS, check_names
+    from kb.present import reports
 
     text, name = _read_input(file, MAX_TEXT_CHARS * 4, "text")
-    truncated = len(text) > MAX_TEXT_CHARS
-    names = check_names(text, _registry())
+    note = f"only the first {MAX_TEXT_CHARS} characters were checked" if len(text) > MAX_TEXT_CHARS else None
+    names = check_names(text, _registry(), lang)
     if as_json:
-        out = {
-            "names": [
-                {k: v for k, v in n.to_dict().items() if k in ("name", "verdict", "registry_id", "suggestions", "line")}
-                for n in names
-            ]
-        }
-        if truncated:
-            out["note"] = f"only the first {MAX_TEXT_CHARS} characters were checked"
-        _emit_json(out)
+        keep = ("name", "verdict", "registry_id", "suggestions", "line", "message")
+        out: dict[str, Any] = {"names": [{k: v for k, v in n.to_dict().items() if k in keep} for n in names]}
+        if note:
+            out["note"] = note
+        _echo_json(out, indent=2)
     else:
-        if truncated:
-            click.echo(f"note: only the first {MAX_TEXT_CHARS} characters were checked", err=True)
-        for n in names:
-            click.echo(f"{name}:{n.line}: {n.verdict:16} {n.message}")
+        click.echo(reports.factcheck(name, [n.to_dict() for n in names], note), nl=False)
     sys.exit(1 if any(n.verdict in ("does-not-exist", "misplaced") for n in names) else 0)
 
 
@@ -415,7 +508,7 @@ def factcheck(file: str, as_json: bool) -> None:
 @click.option("--params", "params", default=None, help="Parameter count instead of --model, e.g. 6.74e9.")
 @click.option("--gpus", type=click.IntRange(1), default=1, show_default=True, help="GPUs per node.")
 @click.option("--nodes", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--gpu-mem", type=click.FloatRange(1), default=80.0, show_default=True, help="GPU memory, GiB.")
+@GPU_MEM
 @click.option("--cpu-mem", type=click.FloatRange(1), default=None, help="Host RAM per node, GiB (checks offload).")
 @click.option("--stage", type=click.IntRange(0, 3), default=3, show_default=True, help="ZeRO stage.")
 @click.option(
@@ -452,7 +545,8 @@ def mem(
     Model states are DeepSpeed's own estimator figures; activations follow Korthikanti et al. 2022;
     docs/memory.md explains every term and compares with GPU measurements. Exit 1 when it does not fit.
     """
-    from kb.memory import Setup, estimate_with_changes, parse_params, resolve_model
+    from kb.memory import DEFAULT_GPU_MEM_GIB, Setup, estimate_with_changes, parse_params, resolve_model
+    from kb.present import reports
 
     if not model and not params:
         raise KbError("give --model (a preset, a config.json or a size like 7b) or --params N")
@@ -466,7 +560,7 @@ def mem(
         params=count,
         gpus=gpus,
         nodes=nodes,
-        gpu_mem_gib=gpu_mem,
+        gpu_mem_gib=gpu_mem or DEFAULT_GPU_MEM_GIB,
         cpu_mem_gib=cpu_mem,
         stage=stage,
         offload=offload,
@@ -483,11 +577,9 @@ def mem(
     except ValueError as err:
         raise KbError(str(err)) from None
     if as_json:
-        _emit_json(e.to_dict())
+        _echo_json(e.to_dict(), indent=2)
     else:
-        from kb.render import render_memory
-
-        render_memory(e)
+        click.echo(reports.memory(e.to_dict()), nl=False)
     sys.exit(0 if e.fits_gpu and e.fits_host is not False else 1)
 
 
@@ -497,6 +589,7 @@ def mem(
 def stats(as_json: bool, list_unused: bool) -> None:
     """Coverage report: entries by area, language completeness, parameters used and unused, myths."""
     from kb.entries import EntryError, load_entries
+    from kb.present import reports
     from kb.stats import coverage
 
     try:
@@ -505,29 +598,9 @@ def stats(as_json: bool, list_unused: bool) -> None:
         raise KbError(f"{e} (run `kb check`)") from None
     rep = coverage(entries, _registry())
     if as_json:
-        _emit_json(rep)
-        return
-    click.echo(f"entries: {rep['entries']} ({rep['withdrawn']} withdrawn), topics: {rep['topics']}")
-    click.echo("by area: " + ", ".join(f"{a} {n}" for a, n in rep["by_area"].items()))
-    lg = rep["languages"]
-    click.echo(
-        f"symptoms: en {lg['symptoms_en']}, zh {lg['symptoms_zh']}; test queries: en {lg['queries_en']}, "
-        f"zh {lg['queries_zh']}; entries with >= 2 zh queries: {lg['entries_with_2plus_zh_queries']}/{lg['entries']}; "
-        f"with >= 2 symptoms per language: {lg['entries_with_2plus_symptoms_each_language']}/{lg['entries']}"
-    )
-    click.echo(
-        f"registry ids used by entries: {rep['params_used']} of {rep['registry_records']} records "
-        f"({', '.join(f'{k} {v}' for k, v in rep['params_used_by_package'].items())})"
-    )
-    click.echo(
-        f"DeepSpeed config keys never used by an entry: {rep['deepspeed_config_keys_unused']} of "
-        f"{rep['deepspeed_config_keys']}"
-    )
-    if list_unused:
-        for rid in rep["deepspeed_config_keys_unused_list"]:
-            click.echo(f"  {rid}")
-    click.echo(f"myths: {rep['myths']} (names: {', '.join(f'{k} {v}' for k, v in sorted(rep['myth_names'].items()))})")
-    click.echo("sources: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["sources"].items())))
+        _echo_json(rep, indent=2)
+    else:
+        click.echo(reports.stats(rep, list_unused), nl=False)
 
 
 # ---------------------------------------------------------------- registry
@@ -545,29 +618,27 @@ def registry() -> None:
     default=None,
     help="Output folder (default: data/registry).",
 )
-@click.option(
-    "--package",
-    "packages",
-    multiple=True,
-    type=click.Choice(["deepspeed", "transformers", "accelerate", "peft", "torch"]),
-    help="Only these packages (repeatable). Default: all.",
-)
+@click.option("--package", "packages", multiple=True, help="Only these packages (repeatable). Default: all builders.")
 def registry_build(out: Path | None, packages: tuple[str, ...]) -> None:
     """Introspect the installed packages and write data/registry/*.jsonl (deterministic)."""
     try:
-        from indexer.registry_build import build_registry
+        from indexer.registry_build import BUILDERS, build_registry
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise KbError(f"{e}. Install the registry extra: pip install -e '.[registry]'") from None
+    unknown = sorted(set(packages) - set(BUILDERS))
+    if unknown:
+        raise KbError(f"--package: no builder for {', '.join(unknown)}; choose from {', '.join(BUILDERS)}")
+    from kb.present import reports
+
     try:
         manifest = build_registry(
             out or paths.registry_dir(),
             packages or None,
-            progress=lambda p: click.echo(f"introspecting {p} ...", err=True),
+            progress=lambda p: click.echo(reports.introspecting(p), nl=False, err=True),
         )
     except ImportError as e:
         raise KbError(f"{e}. Install the registry extra: pip install -e '.[registry]'") from None
-    for fname, info in manifest["files"].items():
-        click.echo(f"{fname}: {info['records']} records")
+    click.echo(reports.registry_files(manifest), nl=False)
 
 
 @registry.command("lookup")
@@ -576,20 +647,16 @@ def registry_build(out: Path | None, packages: tuple[str, ...]) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def registry_lookup(name: str, context: str | None, as_json: bool) -> None:
     """Is NAME real, and where does it live? Exit 1 when it is unknown."""
-    reg = _registry()
-    lk = reg.resolve(name, context=context)
+    from kb.present import reports
+
+    lk = _registry().resolve(name, context=context)
     if as_json:
         d = lk.to_dict()
         d["record"] = lk.record
-        _emit_json(d)
+        _echo_json(d, indent=2)
     else:
-        click.echo(f"{name}: {lk.status}")
-        for r in ([lk.record] if lk.record else []) + [c for c in lk.candidates if c is not lk.record]:
-            dep = f"  deprecated -> {r['replacement']}{' (no-op)' if r['noop'] else ''}" if r["deprecated"] else ""
-            click.echo(f"  {r['id']}  [{r['kind']}] type={r['type'] or '-'} default={r['default']}{dep}")
-            click.echo(f"    {r['package']} {r['version']} {r['source_file']}:{r['source_line']}")
-        if lk.suggestions:
-            click.echo(f"  did you mean: {', '.join(lk.suggestions)}")
+        records = ([lk.record] if lk.record else []) + [c for c in lk.candidates if c is not lk.record]
+        click.echo(reports.lookup(name, {**lk.to_dict(), "records": records}), nl=False)
     sys.exit(1 if lk.status == "unknown" else 0)
 
 

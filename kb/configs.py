@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_CONFIG_BYTES = 1_000_000
+MAX_NESTING = 64  # real configs nest 4-5 deep; deeper is not a config (and would exhaust the recursion limit)
 LAUNCHERS = ("deepspeed", "accelerate", "torchrun", "python", "python3")
 
 
@@ -61,6 +62,11 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
         raise ConfigError(f"{source}: config is empty")
     if _looks_like_command(stripped):
         return _parse_command(stripped, source)
+    depth, at = _max_nesting(stripped)
+    if depth > MAX_NESTING:
+        raise ConfigError(
+            f"{source}:{at}: config nests {depth} levels deep (the limit is {MAX_NESTING}); this is not a config"
+        )
     fmt = "json"
     if stripped[0] in "{[":
         try:
@@ -85,6 +91,48 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     lines = _line_map(text) if fmt != "hjson" else _line_map_by_search(text, data)
     return ParsedConfig(_kind(data), data, source, fmt, lines)
+
+
+def _max_nesting(text: str) -> tuple[int, int]:
+    """Deepest bracket or indentation nesting outside strings, and the line where it is reached.
+
+    Counts JSON/flow brackets and YAML block indentation levels (by distinct indent widths), without
+    parsing, so that a hostile input is refused before any recursive parser sees it."""
+    depth = best = 0
+    line = best_line = 1
+    quote: str | None = None
+    esc = False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if quote:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == quote or ch == "\n":
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+            if depth > best:
+                best, best_line = depth, line
+        elif ch in "}]":
+            depth = max(0, depth - 1)
+    indents: list[int] = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        body = raw.lstrip(" ")
+        if not body or body.startswith("#"):
+            continue
+        w = len(raw) - len(body)
+        while indents and indents[-1] >= w:
+            indents.pop()
+        indents.append(w)
+        if len(indents) > best:
+            best, best_line = len(indents), n
+    return best, best_line
 
 
 def _hjson(text: str) -> Any:
@@ -242,17 +290,34 @@ def _flags(argv: list[str], stop_at_script: bool) -> tuple[dict[str, Any], int]:
 # ---------------------------------------------------------------- facts for retrieval
 
 
-def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
+def deepspeed_block(cfg: ParsedConfig) -> tuple[dict[str, Any] | None, str]:
+    """The DeepSpeed JSON a config carries, and where it sits (a dotted prefix for messages).
+
+    A DeepSpeed file is its own block; a TrainingArguments / LLaMA-Factory file may nest it under
+    ``deepspeed:``; accelerate YAML and launch lines carry none (accelerate's ``deepspeed_config`` is a
+    different dialect; see ``facts_from_config``). Every reader of "the DeepSpeed part" calls this."""
     d = cfg.data
+    if cfg.kind in ("deepspeed", "unknown"):
+        return d, ""
+    if cfg.kind == "training_args" and isinstance(d.get("deepspeed"), dict):
+        return d["deepspeed"], "deepspeed."
+    return None, ""
+
+
+def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
+    """ZeRO stage, offload devices and precision, from whichever front end the config is written for."""
     f = QueryFacts()
     if cfg.kind == "accelerate":
-        ds = d.get("deepspeed_config") or {}
+        ds = cfg.data.get("deepspeed_config") or {}
         if isinstance(ds, dict):
             f.zero_stage = _int(ds.get("zero_stage"))
             f.offload_optimizer = _dev(ds.get("offload_optimizer_device"))
             f.offload_param = _dev(ds.get("offload_param_device"))
-        mp = d.get("mixed_precision")
+        mp = cfg.data.get("mixed_precision")
         f.precision = mp if mp in ("bf16", "fp16") else ("fp32" if mp == "no" else None)
+        return f
+    d, _ = deepspeed_block(cfg)
+    if d is None:
         return f
     z = d.get("zero_optimization")
     if isinstance(z, dict):
@@ -260,18 +325,71 @@ def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
         for key in ("offload_optimizer", "offload_param"):
             blk = z.get(key)
             setattr(f, key, _dev(blk.get("device", "none")) if isinstance(blk, dict) else "none")
-    if cfg.kind == "deepspeed":
-        bf = d.get("bf16") or d.get("bfloat16") or {}
-        fp = d.get("fp16") or {}
-        if isinstance(bf, dict) and bf.get("enabled") is True:
-            f.precision = "bf16"
-        elif isinstance(fp, dict) and fp.get("enabled") is True:
-            f.precision = "fp16"
-        elif not (isinstance(bf, dict) and bf.get("enabled") == "auto") and not (
-            isinstance(fp, dict) and fp.get("enabled") == "auto"
-        ):
-            f.precision = "fp32"
+    bf = d.get("bf16") or d.get("bfloat16") or {}
+    fp = d.get("fp16") or {}
+    if isinstance(bf, dict) and bf.get("enabled") is True:
+        f.precision = "bf16"
+    elif isinstance(fp, dict) and fp.get("enabled") is True:
+        f.precision = "fp16"
+    elif cfg.kind == "training_args":
+        args = cfg.data
+        f.precision = "bf16" if args.get("bf16") is True else "fp16" if args.get("fp16") is True else None
+    elif not (isinstance(bf, dict) and bf.get("enabled") == "auto") and not (
+        isinstance(fp, dict) and fp.get("enabled") == "auto"
+    ):
+        f.precision = "fp32"
     return f
+
+
+def micro_batch(cfg: ParsedConfig) -> int | None:
+    """The micro-batch per GPU the config states (DeepSpeed key, or the TrainingArguments field)."""
+    d, _ = deepspeed_block(cfg)
+    mb = d.get("train_micro_batch_size_per_gpu") if d else None
+    if cfg.kind == "training_args" and not (isinstance(mb, int) and not isinstance(mb, bool)):
+        mb = cfg.data.get("per_device_train_batch_size")
+    return mb if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else None
+
+
+# ---------------------------------------------------------------- what the question itself says
+
+
+@dataclass
+class QueryHints:
+    """Facts stated in the question text, parsed once and given to lint and memory alike."""
+
+    model: str | None = None  # a kb.memory preset named in the text ("llama2-7b", "qwen2.5-72b")
+    params: float | None = None  # a model size stated in the text ("7b", "70B"), in parameters
+    gpus: int | None = None  # GPU count stated ("8 gpus", "4卡", "single gpu", "单卡")
+
+    @property
+    def single_gpu(self) -> int | None:
+        """1 when the question says it runs on one GPU: the only world size lint may assume."""
+        return 1 if self.gpus == 1 else None
+
+
+_SIZE = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*[bB](?![A-Za-z0-9_])")
+_ONE_GPU = re.compile(
+    r"(?<![A-Za-z0-9])(single|one|1)[\s-]*(gpu|card|a100|h100|h800|a800)(?![A-Za-z0-9])|单卡|一张卡|单张", re.I
+)
+_N_GPUS = re.compile(
+    r"(\d+)\s*[x×]?\s*(?:gpus?|cards?|[ah]100s?|h800s?|a800s?)(?![A-Za-z0-9])|(\d+)\s*(?:张卡|块卡|卡)", re.I
+)
+
+
+def hints_from_query(query: str) -> QueryHints:
+    from kb.memory import PRESETS
+
+    flat = query.lower().replace("-", "")
+    model = next((name for name in PRESETS if name.replace("-", "") in flat), None)
+    m = _SIZE.search(query)
+    params = float(m.group(1)) * 1e9 if m else None
+    gpus = None
+    if _ONE_GPU.search(query):
+        gpus = 1
+    elif g := _N_GPUS.search(query):
+        n = int(g.group(1) or g.group(2))
+        gpus = n if 0 < n <= 4096 else None
+    return QueryHints(model, params, gpus)
 
 
 def _int(v: Any) -> int | None:

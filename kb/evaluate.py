@@ -60,7 +60,7 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
         exp = it.get("expected", {})
         lang = it.get("lang") or detect_lang(it["query"])
         ans = engine.ask(it["query"], config_text=it.get("config"), k=max(k, 5))
-        ids = [r["id"] for r in ans["results"]]
+        ids = [r.id for r in ans.results]
         if "not_entry" in exp:
             near_miss["n"] += 1
             hit3 = exp["not_entry"] in ids[:k]
@@ -68,15 +68,15 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
             rows.append({"id": it.get("id"), "lang": lang, "near_miss": True, "violated": hit3, "top": ids[:3]})
             continue
         if exp.get("topic") == OUT_OF_SCOPE:
-            oos["declined" if not ans["answered"] else "answered"] += 1
-            rows.append({"id": it.get("id"), "lang": lang, "oos": True, "answered": ans["answered"], "top": ids[:3]})
+            oos["declined" if not ans.answered else "answered"] += 1
+            rows.append({"id": it.get("id"), "lang": lang, "oos": True, "answered": ans.answered, "top": ids[:3]})
             continue
         if "entry" not in exp and exp.get("topic") not in covered_topics:
             rows.append({"id": it.get("id"), "lang": lang, "covered": False, "topic": exp.get("topic"), "top": ids[:3]})
             continue
         rank = next((i + 1 for i, eid in enumerate(ids) if _match(engine, eid, exp)), None)
         want = [p.lower() for p in exp.get("params", [])]
-        named = " ".join(p.lower() for r in ans["results"][:k] for p in r["params"])
+        named = " ".join(p.lower() for r in ans.results[:k] for p in r.params)
         named_params = sum(1 for p in want if p in named)
         s = by_lang[lang]
         s["n"] += 1
@@ -91,9 +91,9 @@ def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
                 "lang": lang,
                 "covered": True,
                 "rank": rank,
-                "answered": ans["answered"],
+                "answered": ans.answered,
                 "top": ids[:3],
-                "score": ans["results"][0]["score"] if ans["results"] else None,
+                "score": ans.results[0].score if ans.results else None,
             }
         )
     summary = {}

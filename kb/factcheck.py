@@ -5,12 +5,11 @@ does not exist (with the nearest real names).
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kb.registry import Registry
-from kb.text import identifiers
+from kb.text import identifiers, is_camel_api, looks_like_param
 
 MAX_TEXT_CHARS = 200_000
 # a dotted name starting with one of these is code on an object (model.to, torch.bfloat16); when the
@@ -62,13 +61,7 @@ class NameVerdict:
         return asdict(self)
 
 
-def _candidate(name: str) -> bool:
-    if name.startswith("--") or "_" in name or "." in name:
-        return True
-    return bool(re.match(r"^[A-Z][a-z]+[A-Z]", name))  # CamelCase: only kept if the registry knows it
-
-
-def check_names(text: str, registry: Registry) -> list[NameVerdict]:
+def check_names(text: str, registry: Registry, lang: str = "en") -> list[NameVerdict]:
     """One verdict per distinct name, in order of first appearance, with the lines it appears on."""
     text = text[:MAX_TEXT_CHARS]
     found: dict[str, NameVerdict] = {}
@@ -78,9 +71,9 @@ def check_names(text: str, registry: Registry) -> list[NameVerdict]:
                 if lineno not in found[name].lines:
                     found[name].lines.append(lineno)
                 continue
-            if not _candidate(name):
+            if not looks_like_param(name):
                 continue
-            v = judge(name, registry)
+            v = judge(name, registry, lang)
             if v is None:
                 continue
             v.line = lineno
@@ -89,9 +82,9 @@ def check_names(text: str, registry: Registry) -> list[NameVerdict]:
     return list(found.values())
 
 
-def judge(name: str, registry: Registry) -> NameVerdict | None:
+def judge(name: str, registry: Registry, lang: str = "en") -> NameVerdict | None:
     """The registry's verdict on one name, or None when the name is outside what kb can judge."""
-    camel = bool(re.match(r"^[A-Z][a-z]+[A-Z]", name)) and "_" not in name and "." not in name
+    camel = is_camel_api(name)
     first = name.split(".", 1)[0]
     if "." in name and first in OBJECT_PREFIXES:
         # code on an object: judge the attribute among APIs only ("model.half", "torch.cuda.memory_summary")
@@ -127,26 +120,36 @@ def judge(name: str, registry: Registry) -> NameVerdict | None:
         rec["id"] if rec else None,
         lk.suggestions or [c["id"] for c in lk.candidates[:3] if c is not rec],
         0,
-        _message(name, verdict, lk),
+        _message(name, verdict, lk, registry, lang),
         rec["kind"] if rec else None,
     )
 
 
-def _message(name: str, verdict: str, lk) -> str:
+def _message(name: str, verdict: str, lk, registry: Registry, lang: str = "en") -> str:
     rec = lk.record
+    zh = lang == "zh"
     if verdict == "valid":
+        if zh:
+            return f"`{name}` 是真实存在的：{rec['id']}（{rec['kind']}，默认值 {rec['default']}）。"
         return f"`{name}` is real: {rec['id']} ({rec['kind']}, default {rec['default']})."
     if verdict == "deprecated":
         if rec.get("noop"):
-            tail = " It is accepted and does nothing."
+            tail = " 仍然接受，但不起任何作用。" if zh else " It is accepted and does nothing."
         elif rec.get("replacement"):
-            tail = f" Use {rec['replacement']}."
+            tail = f" 请改用 {rec['replacement']}。" if zh else f" Use {rec['replacement']}."
         else:
             tail = ""
-        return f"`{name}` is deprecated ({rec['id']}).{tail}"
+        return f"`{name}` 已弃用（{rec['id']}）。{tail.strip()}" if zh else f"`{name}` is deprecated ({rec['id']}).{tail}"
     if verdict == "misplaced":
-        return f"`{name}` is not valid there; it lives at: {', '.join(c['path'] for c in lk.candidates[:3])}."
+        where = ", ".join(c["path"] for c in lk.candidates[:3])
+        return f"`{name}` 不能写在这里；它的正确位置是：{where}。" if zh else f"`{name}` is not valid there; it lives at: {where}."
     if verdict == "not-a-config-key":
+        if zh:
+            return f"`{name}` 不是配置项：它是 {rec['kind']}（{rec['id']}）。"
         return f"`{name}` is not a config key: it is a {rec['kind']} ({rec['id']})."
+    packages = ", ".join(sorted(registry.versions))
+    if zh:
+        near = f" 最接近的真实名字：{', '.join(lk.suggestions)}。" if lk.suggestions else ""
+        return f"`{name}` 在 {packages} 中都不存在。{near}".rstrip()
     near = f" Nearest real names: {', '.join(lk.suggestions)}." if lk.suggestions else ""
-    return f"`{name}` does not exist in DeepSpeed, transformers, accelerate, peft or torch.{near}"
+    return f"`{name}` does not exist in {packages}.{near}"

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kb.configs import QueryFacts
+from kb.i18n import t as _t
 from kb.index import Index
 from kb.lang import CJK, detect_lang
 from kb.text import DOMAIN_ANCHORS, normalize_traceback, tokenize
@@ -66,7 +67,7 @@ class Hit:
     signature: str | None = None
     params: list[str] = field(default_factory=list)
     condition: float = 0.0
-    condition_notes: list[str] = field(default_factory=list)
+    condition_notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kb.i18n key, fields)
 
 
 class Retriever:
@@ -91,7 +92,7 @@ class Retriever:
             names = {p.split(":", 1)[1].rsplit(".", 1)[-1].split("/")[-1].lower() for p in _all_params(e)}
             names |= {n["name"].lower() for m in e.get("myths", []) for n in m["names"]}
             self._names[eid] = names
-            for s in e.get("signatures", []):
+            for s in (sig["pattern"] for sig in e.get("signatures", [])):  # {pattern, examples}
                 key = (re.compile(s, re.I | re.S), _required_literal(s))
                 self._sigs.setdefault(key, (s, []))[1].append(eid)
 
@@ -203,7 +204,7 @@ class Retriever:
                 h = hit(eid)
                 h.coverage = float(cov[self._entry_pos[eid]])
                 h.condition += bonus
-                h.condition_notes.append("your config triggers a finding this entry explains")
+                h.condition_notes.append(("why.finding", {}))
         # config conditions
         if facts is not None:
             for eid, h in hits.items():
@@ -244,28 +245,31 @@ class Retriever:
                 continue
             if have in want:
                 h.condition += CONDITION_BOOST
-                h.condition_notes.append(f"{key}={have} matches")
+                h.condition_notes.append(("why.cond_match", {"key": key, "have": have}))
             else:
                 h.condition -= CONDITION_PENALTY
-                h.condition_notes.append(f"{key}={have} but entry needs {'/'.join(map(str, want))}")
+                h.condition_notes.append(
+                    ("why.cond_mismatch", {"key": key, "have": have, "want": "/".join(map(str, want))})
+                )
 
     def why(self, h: Hit, lang: str) -> str:
         """One line saying what matched."""
         parts: list[str] = []
         if h.signature:
-            parts.append(f"error signature /{h.signature[:60]}/")
+            parts.append(_t(lang, "why.signature", pattern=h.signature[:60]))
         if h.params:
-            parts.append("names " + ", ".join(dict.fromkeys(h.params)))
+            parts.append(_t(lang, "why.names", names=", ".join(dict.fromkeys(h.params))))
         if h.dense_unit is not None:
             u = self.idx.units[h.dense_unit]
-            parts.append(f"{u['kind']} \u201c{_clip(u['text'])}\u201d (cosine {h.dense:.2f})")
+            unit = _t(lang, f"unit.{u['kind']}")
+            parts.append(_t(lang, "why.dense", unit=unit, text=_clip(u["text"]), cos=f"{h.dense:.2f}"))
         if h.bm25_unit is not None and h.bm25_unit != h.dense_unit:
             u = self.idx.units[h.bm25_unit]
-            parts.append(f"words in {u['kind']} \u201c{_clip(u['text'])}\u201d")
+            parts.append(_t(lang, "why.words", unit=_t(lang, f"unit.{u['kind']}"), text=_clip(u["text"])))
         if h.matched_terms:
-            parts.append("terms: " + " ".join(h.matched_terms[:8]))
-        parts.extend(h.condition_notes)
-        return "; ".join(parts)
+            parts.append(_t(lang, "why.terms", terms=" ".join(h.matched_terms[:8])))
+        parts.extend(_t(lang, key, **fields) for key, fields in h.condition_notes)
+        return ("；" if lang == "zh" else "; ").join(parts)
 
 
 def _required_literal(pattern: str) -> str:

@@ -214,6 +214,21 @@ _IDENTS = re.compile(
 )
 
 
+_CAMEL_API = re.compile(r"^[A-Z][a-z]+[A-Z]")
+
+
+def looks_like_param(name: str) -> bool:
+    """Could this identifier be a parameter, key, flag or API name (not an English word)?
+
+    snake_case, dotted paths and --flags always; CamelCase (``TrainingArguments``) too, but callers
+    keep a CamelCase name only when the registry knows it."""
+    return "_" in name or "." in name or name.startswith("--") or bool(_CAMEL_API.match(name))
+
+
+def is_camel_api(name: str) -> bool:
+    return bool(_CAMEL_API.match(name)) and "_" not in name and "." not in name
+
+
 def identifiers(text: str) -> list[str]:
     """Parameter-like names in free text: snake_case, dotted paths, --flags, CamelCase APIs, ENV_VARS."""
     out: list[str] = []

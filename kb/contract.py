@@ -1,0 +1,278 @@
+"""The answer contract: what ``Engine.ask`` returns and every surface renders (docs/answer.md).
+
+Typed, versioned values. An answer is complete: the facts about every parameter it names
+(default, type, package, version, source file and line) travel inside it, so a surface never needs
+the registry, the index or the entries to render it. Every text field is already in the answer's
+language (``Answer.lang``); labels a surface adds come from ``kb.present.labels``.
+
+``to_dict()`` gives the ``kb ask --json`` object; ``json_schema()`` derives its JSON Schema from these
+classes (exported to docs/answer.schema.json, checked by a test). Bump ``SCHEMA_VERSION`` when a field
+changes meaning or disappears (major) or is added (minor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SCHEMA_VERSION = "1.0"
+
+Lang = Literal["en", "zh"]
+Severity = Literal["error", "warning", "info"]
+Verdict = Literal["valid", "deprecated", "misplaced", "not-a-config-key", "does-not-exist"]
+
+
+@dataclass
+class ParamFact:
+    """A registry record, as much of it as a reader needs. ``id`` is ``package:path``."""
+
+    id: str
+    name: str
+    package: str
+    version: str
+    kind: str  # config_key | config_section | kwarg | field | method | api | cli_flag | env_var | ...
+    type: str | None
+    default: str | None  # as the registry records it (a JSON literal or a repr), None when there is none
+    source_file: str
+    source_line: int
+    deprecated: bool = False
+    replacement: str | None = None
+    known: bool = True  # False: the entry names an id this registry does not have (kb check prevents it)
+
+
+@dataclass
+class Snippet:
+    lang: Literal["json", "yaml", "python", "bash", "text"]
+    code: str
+
+
+@dataclass
+class Fix:
+    title: str
+    text: str
+    params: list[str] = field(default_factory=list)
+    snippet: Snippet | None = None
+
+
+@dataclass
+class Myth:
+    claim: str
+    correction: str
+    names: list[str] = field(default_factory=list)
+    touched: bool = False  # the user's query repeats a name this myth is about
+
+
+@dataclass
+class Source:
+    """Typed reference (OSV style): code has package, version, file and line; docs/issue a URL."""
+
+    type: Literal["code", "docs", "issue", "measurement"]
+    url: str | None = None
+    package: str | None = None
+    version: str | None = None
+    file: str | None = None
+    line: str | None = None  # "113" or "382-386"
+    note: str | None = None
+
+
+@dataclass
+class Result:
+    """One entry that answers the query, in the answer's language."""
+
+    id: str
+    title: str
+    score: float
+    why: str
+    summary: str
+    area: str
+    causes: list[str]
+    fixes: list[Fix]
+    params: list[str]  # registry ids: the entry's own, then its fixes', de-duplicated
+    param_facts: list[ParamFact]  # one per id in ``params``, same order
+    myths: list[Myth]
+    sources: list[Source]
+    applies_to: dict[str, str] = field(default_factory=dict)  # package -> PEP 440 specifier
+    related: list[str] = field(default_factory=list)
+    withdrawn: str | None = None  # the reason, when the entry was withdrawn (kb show only)
+
+
+@dataclass
+class Closest:
+    """An entry near the query when there is no confident answer: never presented as an answer."""
+
+    id: str
+    title: str
+    score: float
+    closest: bool = True
+
+
+@dataclass
+class Finding:
+    """A deterministic finding about the user's config (``kb lint``), in the answer's language."""
+
+    code: str
+    severity: Severity
+    path: str
+    line: int | None
+    message: str
+    suggestion: str | None = None
+    entry: str | None = None  # the entry that explains it
+
+
+@dataclass
+class Note:
+    """Something the reader should know that is not an entry: a verdict on a name they used, or about the input."""
+
+    kind: Literal["param", "input"]
+    message: str
+    name: str | None = None
+    verdict: Verdict | None = None
+    registry_id: str | None = None
+    suggestions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MemoryTerm:
+    key: str  # stable id of the term, e.g. "model_states"
+    label: str  # in the answer's language
+    gib: float
+
+
+@dataclass
+class MemoryChange:
+    change: str
+    cost: str
+    gpu_needed_gib: float
+    host_total_gib: float
+
+
+@dataclass
+class Memory:
+    """``kb mem`` for the user's config and the model the query names."""
+
+    model: str
+    gpus: int
+    gpu_mem_gib: float
+    gpu: list[MemoryTerm]
+    gpu_total_gib: float  # estimated peak allocated by PyTorch
+    gpu_needed_gib: float  # plus fragmentation and CUDA context: what is compared with the card
+    fits_gpu: bool
+    host: list[MemoryTerm]
+    host_total_gib: float
+    deepspeed_estimator_gib: float | None  # DeepSpeed's own model-state figure per GPU, for reference
+    changes: list[MemoryChange]
+    assumptions: list[str]
+    notes: list[str]
+
+
+@dataclass
+class Answer:
+    schema_version: str
+    query: str
+    lang: Lang
+    answered: bool
+    results: list[Result]
+    closest: list[Closest]
+    findings: list[Finding]
+    notes: list[Note]
+    message: str | None = None  # why there is no confident answer (answered false)
+    config_facts: dict[str, Any] | None = None  # what ranking used from the config: stage, offload, precision
+    memory: Memory | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+
+@dataclass
+class ErrorObject:
+    """What ``--json`` / ``--jsonl`` print instead of an answer when the input is bad."""
+
+    schema_version: str
+    error: str
+    kind: Literal["input", "config", "index", "internal"] = "input"
+    line: int | None = None  # --jsonl: the input line
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+
+def to_dict(obj: Any) -> Any:
+    """Dataclasses to plain JSON-ready values (None-valued optional fields are kept: the schema lists them)."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+# ---------------------------------------------------------------- JSON Schema, derived from the classes
+
+
+def _type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return {}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (typing.Union, types.UnionType):
+        subs = [_type_schema(a, defs) for a in args if a is not type(None)]
+        if type(None) in args:
+            subs.append({"type": "null"})
+        return subs[0] if len(subs) == 1 else {"anyOf": subs}
+    if origin is list:
+        return {"type": "array", "items": _type_schema(args[0], defs)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _type_schema(args[1], defs)}
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder against recursion
+            defs[name] = _class_schema(tp, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+    if tp in simple:
+        return {"type": simple[tp]} if tp is not float else {"type": "number"}
+    raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def _class_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    props = {f.name: _type_schema(hints[f.name], defs) for f in dataclasses.fields(cls)}
+    doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": props,
+        "required": [f.name for f in dataclasses.fields(cls)],
+        "additionalProperties": False,
+    }
+    if doc:
+        out["description"] = doc
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of one line of ``kb ask --json`` / ``--jsonl`` output (an answer or an error object)."""
+    defs: dict[str, Any] = {}
+    answer = _type_schema(Answer, defs)
+    error = _type_schema(ErrorObject, defs)
+    for name in ("Answer", "ErrorObject"):
+        defs[name]["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "kb answer",
+        "description": "One object printed by `kb ask --json` (or one line of `--jsonl`): an Answer or an ErrorObject.",
+        "anyOf": [answer, error],
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+if __name__ == "__main__":  # python -m kb.contract > docs/answer.schema.json
+    import json
+
+    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))

@@ -1,0 +1,42 @@
+"""Presenters: pure functions from the answer contract (kb.contract, docs/answer.md) to text or payloads.
+
+What an answer shows, and in which order, is decided once in ``kb.present.doc`` (answer -> blocks);
+each presenter only draws blocks. Labels come from ``kb.present.labels`` in both languages.
+
+| name       | module                    | for                                                      |
+|------------|---------------------------|----------------------------------------------------------|
+| terminal   | kb.present.terminal       | `kb ask` / `kb show` on a TTY (rich colour, soft wrap)   |
+| plain      | kb.present.plain          | piped output: no colour, no hard wrap                    |
+| markdown   | kb.present.markdown       | `--format markdown`; the base of the chat renderers      |
+| reports    | kb.present.reports        | the text of lint, factcheck, mem, eval, stats, build ... |
+| discord    | (bot/, planned)           | embeds within Discord's limits                           |
+| slack      | (bot/, planned)           | Block Kit within Slack's limits                          |
+| html       | (kb export, planned)      | the static site                                          |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kb.present import markdown, plain
+
+FORMATS = ("terminal", "plain", "markdown")
+
+
+def render_answer(answer: Any, fmt: str) -> str:
+    """Render an Answer (or its dict) in one of FORMATS."""
+    if fmt == "terminal":
+        from kb.present import terminal
+
+        return terminal.answer(answer)
+    table: dict[str, Callable[[Any], str]] = {"plain": plain.answer, "markdown": markdown.answer}
+    return table[fmt](answer)
+
+
+def render_entry(result: dict[str, Any], lang: str, fmt: str) -> str:
+    if fmt == "terminal":
+        from kb.present import terminal
+
+        return terminal.entry(result, lang)
+    return {"plain": plain.entry, "markdown": markdown.entry}[fmt](result, lang)

@@ -1,0 +1,153 @@
+"""What an answer shows, in which order, decided once: answer dict -> a flat list of blocks.
+
+Every presenter (terminal, plain, markdown, and the chat and site renderers) walks these blocks, so
+the choice of what to show (config findings first, the memory verdict, the notes about names, each
+result with its fixes, verified parameters, myths, versions and sources, or "no confident answer"
+with the closest entries marked as such) lives here and only here. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kb.present.labels import L
+
+Style = str  # "" | title | heading | ok | bad | warn | dim | param | code
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # title | heading | text | item | code | rule
+    text: str = ""
+    style: Style = ""
+    level: int = 0  # indentation level of text / item
+    lang: str = ""  # code language (json, yaml, python, bash, text)
+    meta: str = ""  # secondary text of a title (id, score)
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """Presenters accept the Answer dataclass or its JSON dict (a bot may get it over the wire)."""
+    to = getattr(obj, "to_dict", None)
+    return to() if callable(to) else obj
+
+
+def source_text(s: dict[str, Any]) -> str:
+    if s["type"] == "code":
+        return f"[code] {s['package']} {s['version']} {s['file']}:{s['line']}" + (f"  {s['url']}" if s.get("url") else "")
+    if s["type"] == "measurement":
+        return f"[measurement] {s.get('file') or s.get('url')}: {s.get('note')}"
+    return f"[{s['type']}] {s['url']}" + (f"  ({s['note']})" if s.get("note") else "")
+
+
+def param_text(p: dict[str, Any], lang: str) -> str:
+    lb = L(lang)
+    if not p.get("known", True):
+        return f"{p['id']} ({lb['not_in_registry']})"
+    default = f" {lb['default']}={p['default']}" if p.get("default") is not None else ""
+    dep = ""
+    if p.get("deprecated"):
+        dep = f" [{lb['deprecated']}" + (f", {lb['use_instead'].format(name=p['replacement'])}" if p.get("replacement") else "") + "]"
+    return f"{p['id']}{default}{dep}  ({p['package']} {p['version']} {p['source_file']}:{p['source_line']})"
+
+
+def finding_blocks(findings: list[dict[str, Any]], lang: str) -> list[Block]:
+    lb = L(lang)
+    out: list[Block] = []
+    style = {"error": "bad", "warning": "warn", "info": "dim"}
+    for f in findings:
+        loc = f"{lb['at_line'].format(n=f['line'])} " if f.get("line") else ""
+        out.append(Block("item", f"{f['code']} {f['severity']} {loc}{f['path']}: {f['message']}", style[f["severity"]], 1))
+        if f.get("suggestion"):
+            out.append(Block("text", f"{lb['fix']}: {f['suggestion']}", "dim", 2))
+        if f.get("entry"):
+            out.append(Block("text", f"{lb['see']}: kb show {f['entry']}", "dim", 2))
+    return out
+
+
+def memory_blocks(m: dict[str, Any], lang: str) -> list[Block]:
+    lb = L(lang)
+    verdict = lb["fits"] if m["fits_gpu"] else lb["does_not_fit"]
+    head = (
+        f"{lb['memory']} ({m['model']}, {m['gpus']} GPU): "
+        f"{lb['per_gpu_needed'].format(gib=m['gpu_needed_gib'], card=m['gpu_mem_gib'])}: {verdict}"
+    )
+    out = [Block("heading", head, "ok" if m["fits_gpu"] else "bad")]
+    out += [Block("item", f"{t['gib']:8.2f} GiB  {t['label']}", "dim", 1) for t in m["gpu"]]
+    if m["host"]:
+        out.append(Block("text", lb["host"].format(gib=m["host_total_gib"]), "", 1))
+    if m.get("deepspeed_estimator_gib") is not None:
+        out.append(Block("text", lb["ds_estimator"].format(gib=m["deepspeed_estimator_gib"]), "dim", 1))
+    out += [Block("item", "-> " + lb["change"].format(change=c["change"], gib=c["gpu_needed_gib"]), "ok", 1) for c in m["changes"][:3]]
+    if m["assumptions"]:
+        out.append(Block("text", f"{lb['assuming']}: " + "; ".join(m["assumptions"]), "dim", 1))
+    out += [Block("text", f"{lb['note']}: {n}", "dim", 1) for n in m.get("notes", [])]
+    return out
+
+
+def result_blocks(r: dict[str, Any], lang: str, n: int | None = None, all_myths: bool = True) -> list[Block]:
+    """One entry: the same blocks for `kb ask` (numbered results) and `kb show` (one entry, everything)."""
+    lb = L(lang)
+    title = f"{n}. {r['title']}" if n is not None else r["title"]
+    meta = f"{r['id']} \u00b7 {lb['score']} {r['score']}" if n is not None else r["id"]
+    out = [Block("title", title, "title", meta=meta), Block("text", r["summary"])]
+    if r.get("withdrawn"):
+        out.append(Block("text", f"{lb['withdrawn']} {r['withdrawn']}", "bad"))
+    if r.get("causes") and n is None:
+        out.append(Block("heading", lb["cause"]))
+        out += [Block("item", c, "", 1) for c in r["causes"]]
+    out.append(Block("heading", lb["fixes"]))
+    for j, f in enumerate(r["fixes"], 1):
+        out.append(Block("item", f"{j}. {f['title']}", "ok", 1))
+        out.append(Block("text", f["text"], "", 2))
+        if f.get("snippet"):
+            out.append(Block("code", f["snippet"]["code"].rstrip("\n"), "code", 2, lang=f["snippet"]["lang"]))
+    if r.get("param_facts"):
+        out.append(Block("heading", lb["params"]))
+        out += [Block("item", param_text(p, lang), "param", 1) for p in r["param_facts"]]
+    myths = r["myths"] if all_myths else [m for m in r["myths"] if m["touched"]]
+    if myths:
+        out.append(Block("heading", lb["myths"]))
+        for m in myths:
+            flag = f"  ({lb['touched']})" if m["touched"] else ""
+            out.append(Block("item", f"\u2717 {lb['wrong']}: {m['claim']}{flag}", "bad", 1))
+            out.append(Block("item", f"\u2713 {lb['right']}: {m['correction']}", "ok", 1))
+    if r.get("applies_to"):
+        out.append(Block("text", f"{lb['applies']}: " + ", ".join(f"{k} {v}" for k, v in r["applies_to"].items()), "dim"))
+    out.append(Block("heading", lb["sources"]))
+    out += [Block("item", source_text(s), "dim", 1) for s in r["sources"]]
+    if r.get("related") and n is None:
+        out.append(Block("text", f"{lb['related']}: " + ", ".join(r["related"]), "dim"))
+    if r.get("why"):
+        out.append(Block("text", f"{lb['why']}: {r['why']}", "dim"))
+    return out
+
+
+def answer_blocks(answer: Any) -> list[Block]:
+    a = as_dict(answer)
+    lang = a["lang"]
+    lb = L(lang)
+    out: list[Block] = []
+    if a.get("findings"):
+        out.append(Block("heading", lb["findings"], "bad"))
+        out += finding_blocks(a["findings"], lang)
+    if a.get("memory"):
+        out += memory_blocks(a["memory"], lang)
+    if a.get("notes"):
+        out.append(Block("heading", lb["notes"], "warn"))
+        for note in a["notes"]:
+            ok = note.get("verdict") == "valid"
+            out.append(Block("item", f"{'✓' if ok else '!'} {note['message']}", "dim" if ok else "warn", 1))
+    if not a["answered"]:
+        out.append(Block("text", a.get("message") or "", "title"))
+        if a.get("closest"):
+            out.append(Block("heading", lb["closest"], "dim"))
+            out += [
+                Block("item", f"? {c['title']}  [{c['id']}, {lb['score']} {c['score']}]", "dim", 1) for c in a["closest"]
+            ]
+        return out
+    for i, r in enumerate(a["results"], 1):
+        out.append(Block("rule"))
+        # the first result shows all its myths; later ones only those the query repeats
+        out += result_blocks(r, lang, n=i, all_myths=(i == 1))
+    return out

@@ -1,0 +1,192 @@
+"""The text of every report command (lint, factcheck, mem, eval, stats, build, check, registry lookup).
+
+Pure functions: core result in, text out (no colour, no wrapping; the CLI prints it as it is).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _lines(*parts: str) -> str:
+    return "\n".join(p for p in parts if p is not None) + "\n"
+
+
+# ---------------------------------------------------------------- kb lint / kb factcheck
+
+
+def lint(name: str, kind: str, fmt: str, findings: list[dict[str, Any]], lang: str = "en") -> str:
+    zh = lang == "zh"
+    out = [f"{name}: {kind} config ({fmt}), {len(findings)} finding(s)"]
+    for f in findings:
+        msg = (f.get("message_zh") if zh else None) or f["message"]
+        sug = (f.get("suggestion_zh") if zh else None) or f.get("suggestion")
+        loc = f"{name}:{f['line']}" if f.get("line") else name
+        out.append(f"{loc}: {f['code']} {f['severity']} {f['path']}: {msg}")
+        if sug:
+            out.append(f"    {'修改' if zh else 'fix'}: {sug}")
+        if f.get("entry"):
+            out.append(f"    {'参见' if zh else 'see'}: kb show {f['entry']}")
+    return _lines(*out)
+
+
+def factcheck(name: str, names: list[dict[str, Any]], note: str | None = None) -> str:
+    out = [f"note: {note}"] if note else []
+    out += [f"{name}:{n['line']}: {n['verdict']:16} {n['message']}" for n in names]
+    if not names:
+        out.append(f"{name}: no parameter-like names found")
+    return _lines(*out)
+
+
+# ---------------------------------------------------------------- kb mem
+
+
+def memory(e: dict[str, Any]) -> str:
+    s = e["setup"]
+    what = s["shape"] or f"{e['params'] / 1e9:.2f}B params"
+    mode = (
+        (f"LoRA r={s['lora_rank']}" + (" (QLoRA)" if s["qlora"] else ""))
+        if (s["lora_rank"] or s["qlora"])
+        else f"ZeRO-{s['stage']}, offload {s['offload']}"
+    )
+    out = [
+        f"{what}: {e['params']:,} parameters ({e['trainable_params']:,} trainable), {mode}, "
+        f"{s['gpus']} GPU(s) x {s['nodes']} node(s), {s['precision']}, seq {s['seq']}, micro-batch "
+        f"{s['micro_batch']}, activation checkpointing {'on' if s['activation_checkpointing'] else 'off'}",
+        "Per GPU",
+    ]
+    out += [f"  {v:9.2f} GiB  {k}" for k, v in e["gpu"].items()]
+    out.append(f"  {e['gpu_total_gib']:9.2f} GiB  estimated peak allocated (torch.cuda.max_memory_allocated)")
+    out.append(
+        f"  {e['gpu_needed_gib']:9.2f} GiB  with 10% allocator fragmentation + 1 GiB CUDA context, vs "
+        f"{s['gpu_mem_gib']:g} GiB: {'fits' if e['fits_gpu'] else 'DOES NOT FIT'}"
+    )
+    if e["host"]:
+        out.append("Per node (host RAM)")
+        out += [f"  {v:9.2f} GiB  {k}" for k, v in e["host"].items()]
+        verdict = ""
+        if s["cpu_mem_gib"] is not None:
+            verdict = f" vs {s['cpu_mem_gib']:g} GiB: " + {
+                "fits": "fits",
+                "tight": f"TIGHT ({e['host_min_gib']:.0f} GiB without the 1.5x buffer)",
+                "does not fit": "DOES NOT FIT",
+            }.get(e["host_verdict"], e["host_verdict"])
+        out.append(f"  {e['host_total_gib']:9.2f} GiB  total{verdict}")
+    d = e.get("deepspeed_estimator")
+    if d:
+        out.append(
+            f"DeepSpeed's {d['function']}: {d['gpu_gib']:.2f} GiB per GPU, {d['cpu_gib']:.2f} GiB per node "
+            "(model states only; it prints GiB labelled GB)"
+        )
+    out += [f"note: {n}" for n in e["notes"]]
+    if e["changes"]:
+        out.append("Cheapest changes that make it fit")
+        out += [
+            f"  {i}. {c['change']}: {c['gpu_needed_gib']:.1f} GiB per GPU, host {c['host_total_gib']:.1f} GiB ({c['cost']})"
+            for i, c in enumerate(e["changes"], 1)
+        ]
+    return _lines(*out)
+
+
+# ---------------------------------------------------------------- kb eval / kb stats / kb build / kb check
+
+
+def evaluation(rep: dict[str, Any], show_misses: bool = False) -> str:
+    out = []
+    for lang, s in rep["by_lang"].items():
+        out.append(
+            f"{lang}: n={s['n']}  hit@1={s['hit@1']:.3f}  hit@3={s['hit@3']:.3f}  MRR={s['mrr']:.3f}"
+            + (f"  params named={s['params_named']:.2f}" if s["params_named"] is not None else "")
+        )
+    o = rep["out_of_scope"]
+    if o["declined"] or o["answered"]:
+        out.append(f"out of scope: declined {o['declined']}, answered {o['answered']}")
+    nm = rep["near_misses"]
+    if nm["n"]:
+        out.append(f"near misses (not_queries): {nm['n']}, wrongly in the top 3: {nm['in_top3']}")
+    if rep["not_covered"]:
+        out.append(f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}")
+    if show_misses:
+        for r in rep["items"]:
+            miss = (
+                (r.get("oos") and r["answered"])
+                or (r.get("covered") and (r["rank"] is None or r["rank"] > 3))
+                or r.get("violated")
+            )
+            if miss:
+                out.append(f"  MISS {r['id']} ({r['lang']}): rank={r.get('rank')} top={r['top']}")
+    return _lines(*out)
+
+
+def stats(rep: dict[str, Any], list_unused: bool = False) -> str:
+    lg = rep["languages"]
+    out = [
+        f"entries: {rep['entries']} ({rep['withdrawn']} withdrawn), topics: {rep['topics']}",
+        "by area: " + ", ".join(f"{a} {n}" for a, n in rep["by_area"].items()),
+        f"symptoms: en {lg['symptoms_en']}, zh {lg['symptoms_zh']}; test queries: en {lg['queries_en']}, "
+        f"zh {lg['queries_zh']}; entries with >= 2 zh queries: {lg['entries_with_2plus_zh_queries']}/{lg['entries']}; "
+        f"with >= 2 symptoms per language: {lg['entries_with_2plus_symptoms_each_language']}/{lg['entries']}",
+        f"registry ids used by entries: {rep['params_used']} of {rep['registry_records']} records "
+        f"({', '.join(f'{k} {v}' for k, v in rep['params_used_by_package'].items())})",
+        f"DeepSpeed config keys never used by an entry: {rep['deepspeed_config_keys_unused']} of "
+        f"{rep['deepspeed_config_keys']}",
+    ]
+    if list_unused:
+        out += [f"  {rid}" for rid in rep["deepspeed_config_keys_unused_list"]]
+    out.append(f"myths: {rep['myths']} (names: {', '.join(f'{k} {v}' for k, v in sorted(rep['myth_names'].items()))})")
+    out.append("sources: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["sources"].items())))
+    return _lines(*out)
+
+
+def build(rep: dict[str, Any]) -> str:
+    out = [
+        f"built {rep['path']}: {rep['entries']} entries, {rep['units']} units, embedded {rep['embedded']}, "
+        f"reused {rep['reused']} ({rep['embedder']}) in {rep['seconds']:.2f}s"
+    ]
+    if rep["changed_entries"]:
+        more = " ..." if len(rep["changed_entries"]) > 10 else ""
+        out.append(f"changed entries: {', '.join(rep['changed_entries'][:10])}{more}")
+    return _lines(*out)
+
+
+def skipped(paths: list[str]) -> str:
+    return _lines(*(f"skipped invalid entry (see `kb check`): {p}" for p in paths))
+
+
+def build_started(reason: str) -> str:
+    return {
+        "missing": "no index yet: building it (first run only; about a minute on 2 idle cores) ...",
+        "stale": "entries changed since the last build: updating the index ...",
+    }.get(reason, f"building the index ({reason}) ...")
+
+
+def check(n_files: int, problems: list[str]) -> str:
+    status = "ok" if not problems else f"{len(problems)} problem(s)"
+    return _lines(*problems, f"checked {n_files} entries: {status}")
+
+
+def progress_line(what: str, done: int, total: int) -> str:
+    return f"{what}: {done}/{total}"
+
+
+# ---------------------------------------------------------------- kb registry build / lookup
+
+
+def introspecting(package: str) -> str:
+    return f"introspecting {package} ...\n"
+
+
+def registry_files(manifest: dict[str, Any]) -> str:
+    return _lines(*(f"{fname}: {info['records']} records" for fname, info in manifest["files"].items()))
+
+
+
+def lookup(name: str, lk: dict[str, Any]) -> str:
+    out = [f"{name}: {lk['status']}"]
+    for r in lk["records"]:
+        dep = f"  deprecated -> {r['replacement']}{' (no-op)' if r['noop'] else ''}" if r["deprecated"] else ""
+        out.append(f"  {r['id']}  [{r['kind']}] type={r['type'] or '-'} default={r['default']}{dep}")
+        out.append(f"    {r['package']} {r['version']} {r['source_file']}:{r['source_line']}")
+    if lk["suggestions"]:
+        out.append(f"  did you mean: {', '.join(lk['suggestions'])}")
+    return _lines(*out)
