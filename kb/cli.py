@@ -410,7 +410,9 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
             items = [i for i in items if (i["expected"].get("entry") or i["expected"].get("not_entry")) in only]
     except ValueError as e:
         raise KbError(str(e)) from None
-    rep = evaluate(eng, items)
+    from kb.present.progress import progress_callback
+
+    rep = evaluate(eng, items, progress=progress_callback(sys.stderr, "evaluating") if len(items) > 50 else None)
     if as_json:
         _echo_json(rep, indent=2)
     else:

@@ -81,6 +81,10 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
 
         fmt = "yaml"
         try:
+            _refuse_alias_bombs(stripped, source)
+        except yaml.YAMLError:
+            pass  # reported with its line by safe_load below
+        try:
             data = yaml.safe_load(stripped)
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark
@@ -91,6 +95,35 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     lines = _line_map(text) if fmt != "hjson" else _line_map_by_search(text, data)
     return ParsedConfig(_kind(data), data, source, fmt, lines)
+
+
+MAX_VALUES = 100_000  # a config has hundreds of values; YAML aliases can make a 1 kB text stand for billions
+
+
+def _refuse_alias_bombs(text: str, source: str) -> None:
+    """Count the values a YAML text expands to (aliases included) without expanding it."""
+    if "*" not in text:
+        return
+    import yaml
+
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    sizes: dict[int, int] = {}
+
+    def size(n) -> int:
+        if id(n) in sizes:
+            return sizes[id(n)]
+        sizes[id(n)] = 1  # cycles count once
+        if isinstance(n, yaml.MappingNode):
+            total = 1 + sum(size(k) + size(v) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total = 1 + sum(size(v) for v in n.value)
+        else:
+            total = 1
+        sizes[id(n)] = min(total, MAX_VALUES + 1)
+        return sizes[id(n)]
+
+    if node is not None and size(node) > MAX_VALUES:
+        raise ConfigError(f"{source}: YAML aliases expand to more than {MAX_VALUES:,} values; this is not a config")
 
 
 def _max_nesting(text: str) -> tuple[int, int]:

@@ -19,10 +19,15 @@ from kb.lang import detect_lang
 OUT_OF_SCOPE = "out_of_scope"
 
 
+MAX_EVAL_BYTES = 10_000_000
+
+
 def load_eval(path: Path) -> list[dict[str, Any]]:
     try:
+        if path.stat().st_size > MAX_EVAL_BYTES:
+            raise ValueError(f"{path}: eval file is larger than {MAX_EVAL_BYTES // 1_000_000} MB")
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
         raise ValueError(f"{path}: cannot read eval file: {e}") from None
     items = data.get("items") if isinstance(data, dict) else data
     if not isinstance(items, list) or not all(isinstance(i, dict) and "query" in i for i in items):
@@ -50,13 +55,16 @@ def _match(engine, eid: str, expected: dict[str, Any]) -> bool:
     return eid == topic or topic in e.get("topics", [])
 
 
-def evaluate(engine, items: list[dict[str, Any]], k: int = 3) -> dict[str, Any]:
+def evaluate(engine, items: list[dict[str, Any]], k: int = 3, progress=None) -> dict[str, Any]:
+    """``progress(done, total)`` is called after each item (kb eval shows it on stderr)."""
     covered_topics = {t for e in engine.index.entries.values() for t in e.get("topics", [])} | set(engine.index.entries)
     by_lang: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     rows = []
     oos = {"declined": 0, "answered": 0}
     near_miss = {"n": 0, "in_top3": 0}
-    for it in items:
+    for done, it in enumerate(items, 1):
+        if progress:
+            progress(done, len(items))
         exp = it.get("expected", {})
         lang = it.get("lang") or detect_lang(it["query"])
         ans = engine.ask(it["query"], config_text=it.get("config"), k=max(k, 5))
