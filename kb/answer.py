@@ -301,9 +301,7 @@ def param_fact(registry: Registry, rid: str) -> C.ParamFact:
 
 
 def _finding(f, lang: str) -> C.Finding:
-    zh = lang == "zh"
-    msg = (getattr(f, "message_zh", None) if zh else None) or f.message
-    sug = (getattr(f, "suggestion_zh", None) if zh else None) or f.suggestion
+    msg, sug = f.text(lang)
     return C.Finding(f.code, f.severity, f.path, f.line, msg, sug, f.entry)
 
 

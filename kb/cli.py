@@ -605,6 +605,142 @@ def stats(as_json: bool, list_unused: bool) -> None:
         click.echo(reports.stats(rep, list_unused), nl=False)
 
 
+# ---------------------------------------------------------------- bots, feedback, gaps
+
+
+SETTINGS = click.option(
+    "--settings",
+    "settings_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Bot settings TOML (bot/settings.py lists every key and its default).",
+)
+
+
+def _settings(path: Path | None):
+    from bot.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(path)
+    except SettingsError as e:
+        raise KbError(str(e)) from None
+
+
+@main.group("bot")
+def bot_group() -> None:
+    """Run the chat bots (Discord, Slack), or preview what they would send."""
+
+
+def _bot_command(platform: str):
+    @SETTINGS
+    @click.option("--dry-run", "dry_run", default=None, metavar="QUERY", help="Print the JSON body the bot would send.")
+    @click.option("--config", "config_path", default=None, metavar="FILE", help="With --dry-run: a config attachment.")
+    @click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default="auto", show_default=True)
+    @click.option("--check", "check_only", is_flag=True, help="Validate the settings and say which tokens are missing.")
+    def command(settings_path, dry_run, config_path, lang, check_only) -> None:
+        from kb.present import reports
+
+        s = _settings(settings_path)
+        if check_only:
+            missing = s.missing_tokens(platform)
+            _echo_json({"platform": platform, "settings": s.redacted(), "missing_tokens": missing}, indent=2)
+            sys.exit(1 if missing else 0)
+        mod = __import__(f"bot.{platform}_bot", fromlist=["run", "dry_run"])
+        if dry_run is not None:
+            from bot.feedback import MemoryStore
+            from bot.service import AnswerService
+            from kb.configs import MAX_CONFIG_BYTES
+
+            query = _query_arg(dry_run)
+            text, name = (None, "<config>") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
+            service = AnswerService(s, engine=_engine(), store=MemoryStore())
+            try:
+                body = mod.dry_run(service, query, config_text=text, config_name=name, lang=lang)
+            finally:
+                service.close()
+            _echo_json(body, indent=2)
+            return
+        missing = s.missing_tokens(platform)
+        if missing:
+            raise KbError(reports.missing_tokens(platform, missing))
+        _engine()  # build or update the index here, with progress, before the bot starts (it refuses a stale one)
+        mod.run(s)
+
+    command.__doc__ = f"Start the {platform.capitalize()} bot (tokens from the environment), or --dry-run / --check."
+    return command
+
+
+bot_group.command("discord")(_bot_command("discord"))
+bot_group.command("slack")(_bot_command("slack"))
+
+
+def _store(settings_path: Path | None, db: Path | None):
+    from bot.feedback import SQLiteStore
+
+    path = db or Path(_settings(settings_path).feedback_db)
+    if not path.is_file():
+        raise KbError(f"no feedback database at {path} (the bots create it; pass --db PATH)")
+    try:
+        return SQLiteStore(path)
+    except Exception as e:  # noqa: BLE001 - sqlite3.DatabaseError, a newer schema: say which file
+        raise KbError(f"{path}: cannot open the feedback database: {e}") from None
+
+
+DB = click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Feedback database.")
+SINCE = click.option("--since", default=None, help="Only questions since: 7d, 24h, or a date like 2026-11-30.")
+
+
+def _since(text: str | None) -> float | None:
+    from bot.gaps import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError as e:
+        raise KbError(str(e)) from None
+
+
+@main.command()
+@SETTINGS
+@DB
+@SINCE
+@click.option("--json", "as_json", is_flag=True)
+def gaps(settings_path: Path | None, db: Path | None, since: str | None, as_json: bool) -> None:
+    """What the KB is missing: unanswered, low-score and down-voted bot questions, grouped by meaning."""
+    from bot.gaps import gaps as find_gaps
+    from kb.present import reports
+
+    store = _store(settings_path, db)
+    rep = find_gaps(store, _engine().retriever.embedder, since=_since(since))
+    if as_json:
+        _echo_json(rep, indent=2)
+    else:
+        click.echo(reports.gaps(rep), nl=False)
+
+
+@main.group()
+def feedback() -> None:
+    """The bots' feedback store."""
+
+
+@feedback.command("export")
+@SETTINGS
+@DB
+@SINCE
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None, help="File (default: stdout).")
+def feedback_export(settings_path: Path | None, db: Path | None, since: str | None, out: Path | None) -> None:
+    """Every question the bots answered, with its votes, as JSONL (user ids are hashed)."""
+    store = _store(settings_path, db)
+    lines = (json.dumps(rec.to_dict(), ensure_ascii=False) + "\n" for rec in store.asks(_since(since)))
+    if out is None:
+        for line in lines:
+            click.echo(line, nl=False)
+        return
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.writelines(lines)
+    tmp.replace(out)  # all or nothing
+
+
 # ---------------------------------------------------------------- registry
 
 

@@ -1,42 +1,33 @@
 """``kb lint``: what a DeepSpeed / accelerate / TrainingArguments config or launch command really does.
 
 Deterministic rules over the parsed config and the parameter registry; no DeepSpeed at run time.
-Each rule's verdict about validity is proven against DeepSpeed's own config classes in
-``tests/test_lint_oracle.py``. Rule codes (see ``RULES``) are stable.
+
+Every rule is one function registered with ``@rule``: its code (stable), short name, severity, the
+entry that explains it, what it detects, what DeepSpeed / accelerate does, which parsed views it reads
+and its own bad cases (configs it must flag) and ok cases (near misses it must not flag); the
+registry is ``RULES``. ``tests/test_rules.py`` runs every case; ``tests/test_lint_oracle.py`` proves
+every validity rule (DeepSpeed or accelerate raises) against DeepSpeed's own config classes.
+The rule table of docs/lint.md is generated from ``RULES`` (``python -m kb.lint``).
+
+Each finding carries its message and suggestion in English (``message``, ``suggestion``) and in
+Chinese (``message_zh``, ``suggestion_zh``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
-from kb.configs import ParsedConfig, _int
-from kb.registry import Registry
+from kb.configs import ParsedConfig, _int, deepspeed_block, parse_config
+from kb.memory import DEFAULT_GPU_MEM_GIB, GiB, model_states, registry_default
+from kb.registry import Lookup, Registry
 
-# code -> (severity, short name, entry that explains it)
-RULES: dict[str, tuple[str, str, str | None]] = {
-    "KB001": ("error", "unknown-key", "unknown-config-keys-silently-ignored"),
-    "KB002": ("error", "misplaced-key", "unknown-config-keys-silently-ignored"),
-    "KB003": ("warning", "deprecated-key", "deprecated-cpu-offload-keys"),
-    "KB004": ("error", "removed-key", "unknown-config-keys-silently-ignored"),
-    "KB005": ("warning", "silently-ignored", "unknown-config-keys-silently-ignored"),
-    "KB006": ("error", "invalid-value", "unknown-config-keys-silently-ignored"),
-    "KB007": ("warning", "auto-value", "auto-values-outside-trainer"),
-    "KB008": ("warning", "offload-without-device", "offload-block-without-device"),
-    "KB009": ("error", "nvme-without-path", "nvme-offload-setup"),
-    "KB010": ("warning", "offload-param-below-stage3", "offload-param-ignored-below-stage3"),
-    "KB011": ("error", "bf16-and-fp16", "bf16-and-fp16-both-enabled"),
-    "KB012": ("error", "batch-arithmetic", "batch-size-assertion"),
-    "KB013": ("warning", "large-buckets-overlap-comm", "zero-bucket-sizes-overlap-comm"),
-    "KB014": ("error", "cannot-fit-single-gpu", "zero3-single-gpu-no-offload"),
-    "KB015": ("warning", "deepspeed-key-in-accelerate-yaml", "unknown-config-keys-silently-ignored"),
-    "KB016": ("warning", "ds-activation-checkpointing-with-hf", "hf-activation-checkpointing-vs-ds-section"),
-    "KB017": ("error", "partial-offload-below-stage3", "offload-param-ignored-below-stage3"),
-    "KB018": ("error", "deprecated-and-replacement-together", "deprecated-cpu-offload-keys"),
-    "KB019": ("info", "coerced-value", None),
-    "KB020": ("warning", "nvme-below-stage3", "nvme-offload-setup"),
-    "KB021": ("warning", "unknown-flag", None),
-}
+SEVERITIES = ("error", "warning", "info")
+# the parsed views a rule can read; a TrainingArguments file's `deepspeed:` mapping is a "deepspeed" view
+VIEWS = ("deepspeed", "training_args", "accelerate", "launch")
 ENTRY_FOR_NAME = {"nvme_path": "nvme-offload-setup", "zero_force_ds_cpu_optimizer": "zero-force-ds-cpu-optimizer"}
 FREE_FORM = (
     "optimizer.params",
@@ -45,6 +36,7 @@ FREE_FORM = (
     "zero_optimization.leaf_module.names",
     "zero_optimization.leaf_module.name_suffixes",
 )
+BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 # ZeRO-1/2 keep one gradient bucket of reduce_bucket_size elements, two with overlap_comm
 # (deepspeed 0.19.8 runtime/zero/stage_1_and_2.py:3256-3280); warn when that doubles past 1 GB
 BUCKET_WARN_BYTES = 1 << 30
@@ -59,49 +51,192 @@ class Finding:
     message: str
     suggestion: str | None = None
     entry: str | None = None
+    message_zh: str = ""
+    suggestion_zh: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def text(self, lang: str) -> tuple[str, str | None]:
+        """(message, suggestion) in ``lang`` ("en" or "zh")."""
+        return (self.message_zh, self.suggestion_zh) if lang == "zh" else (self.message, self.suggestion)
 
-class _Linter:
+
+# ---------------------------------------------------------------- the rule registry
+
+
+@dataclass(frozen=True)
+class Case:
+    """A config a rule must flag (bad) or must not flag (ok), with the lint options it needs."""
+
+    config: str  # the text a user would paste: JSON, YAML or a command line
+    note: str = ""
+    world_size: int | None = None
+    model_params: float | None = None
+    gpu_mem_gib: float = DEFAULT_GPU_MEM_GIB
+
+    def lint(self, registry: Registry) -> list[Finding]:
+        cfg = parse_config(self.config, f"<case {self.note}>")
+        return lint_config(cfg, registry, self.world_size, self.model_params, self.gpu_mem_gib)
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: str
+    entry: str | None  # the entry that explains it (``kb show ENTRY``)
+    summary: str  # what it detects, one line (markdown)
+    effect: str  # what DeepSpeed / accelerate does with such a config
+    views: tuple[str, ...]  # which parsed views it reads (VIEWS)
+    bad: tuple[Case, ...]
+    ok: tuple[Case, ...]
+    check: Callable[[Ctx], None] = field(repr=False)
+    validity: bool = False  # its effect is that DeepSpeed / accelerate raises: proven in tests/test_lint_oracle.py
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Config kinds (``ParsedConfig.kind``) it can fire on: TrainingArguments files carry a DeepSpeed view."""
+        ks = set(self.views) | ({"training_args"} if "deepspeed" in self.views else set())
+        return tuple(k for k in VIEWS if k in ks)
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(
+    code: str,
+    name: str,
+    severity: str,
+    entry: str | None,
+    *,
+    views: tuple[str, ...],
+    summary: str,
+    effect: str,
+    bad: list[Case],
+    ok: list[Case],
+    validity: bool = False,
+) -> Callable[[Callable[[Ctx], None]], Callable[[Ctx], None]]:
+    """Register the decorated function as rule ``code``; it reads a ``Ctx`` and calls ``ctx.add``."""
+
+    def register(fn: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
+        if code in RULES:
+            raise ValueError(f"rule {code} registered twice")
+        if severity not in SEVERITIES or not set(views) <= set(VIEWS):
+            raise ValueError(f"rule {code}: bad severity or views")
+        RULES[code] = Rule(code, name, severity, entry, summary, effect, views, tuple(bad), tuple(ok), fn, validity)
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------- what rules read: one view of the config
+
+
+@dataclass
+class KeyVisit:
+    """One key of a DeepSpeed config, resolved against the registry (the walk every key rule reads)."""
+
+    key: str
+    path: str  # dotted, under the canonical parent
+    shown: str  # as shown in findings (with the view's prefix, e.g. "deepspeed.")
+    parent: str
+    strict: bool  # the parent section rejects unknown keys (pydantic extra="forbid")
+    lookup: Lookup
+    value: Any
+    siblings: dict[str, Any]
+    rec: dict[str, Any] | None  # the record when the key is real here (exact, alias, deprecated, removed)
+    where: list[str]  # for a misplaced key: the config paths where it belongs
+    value_check: tuple[str | None, Any] | None = None  # check_value() when DeepSpeed validates the value
+
+    @property
+    def status(self) -> str:
+        return self.lookup.status
+
+
+class Ctx:
+    """What a rule sees: one view of the parsed config (its data and prefix), the registry, the options.
+
+    ``add`` records a finding in both languages. ``keys`` is the registry walk of a DeepSpeed view."""
+
     def __init__(
-        self, cfg: ParsedConfig, reg: Registry, world_size: int | None, model_params: float | None, gpu_mem_gib: float
+        self,
+        cfg: ParsedConfig,
+        reg: Registry,
+        view: str,
+        data: dict[str, Any],
+        prefix: str,
+        hf: bool,
+        world_size: int | None,
+        model_params: float | None,
+        gpu_mem_gib: float,
+        out: list[Finding],
     ):
-        self.cfg, self.reg = cfg, reg
+        self.cfg, self.reg, self.view, self.data, self.prefix, self.hf = cfg, reg, view, data, prefix, hf
         self.world_size, self.model_params, self.gpu_mem_gib = world_size, model_params, gpu_mem_gib
-        self.out: list[Finding] = []
-        self.hf = False  # True when the config is known to go through the HF Trainer
+        self.out = out
+        self.code = ""  # the rule running now (set by lint_config)
 
     def add(
         self,
-        code: str,
         path: str,
         message: str,
-        suggestion: str | None = None,
+        suggestion: str | None,
+        message_zh: str,
+        suggestion_zh: str | None,
         entry: str | None = None,
-        line_path: str | None = None,
     ) -> None:
-        sev, _, default_entry = RULES[code]
+        r = RULES[self.code]
         self.out.append(
-            Finding(code, sev, path, self.cfg.line(line_path or path), message, suggestion, entry or default_entry)
+            Finding(
+                r.code,
+                r.severity,
+                path,
+                self.cfg.line(path),
+                message,
+                suggestion,
+                entry or r.entry,
+                message_zh,
+                suggestion_zh,
+            )
         )
 
-    # ------------------------------------------------------------ DeepSpeed JSON
+    def default(self, path: str) -> Any:
+        """DeepSpeed's default for a config key, from the registry."""
+        return registry_default(path, self.reg)
 
-    def deepspeed(self, d: dict[str, Any], prefix: str = "") -> None:
-        """Lint a DeepSpeed config dict; ``prefix`` is where it sits in the file (e.g. "deepspeed.")."""
-        self._keys(d, "", prefix)
-        self._semantics(d, prefix)
+    @cached_property
+    def zero(self) -> dict[str, Any]:
+        z = self.data.get("zero_optimization")
+        return z if isinstance(z, dict) else {}
 
-    def _keys(self, d: dict[str, Any], parent: str, prefix: str) -> None:
+    @cached_property
+    def stage(self) -> int:
+        return _int(self.zero.get("stage", self.default("zero_optimization.stage"))) or 0
+
+    def offload(self) -> list[tuple[str, dict[str, Any], str]]:
+        """(block name, block, device) for each offload block of zero_optimization that is a mapping."""
+        out = []
+        for blk in ("offload_optimizer", "offload_param"):
+            b = self.zero.get(blk)
+            if isinstance(b, dict):
+                out.append((blk, b, b.get("device", self.default(f"zero_optimization.{blk}.device"))))
+        return out
+
+    @cached_property
+    def keys(self) -> list[KeyVisit]:
+        """Every key of this DeepSpeed view, depth first, as DeepSpeed would meet it."""
+        out: list[KeyVisit] = []
+        self._walk(self.data, "", out)
+        return out
+
+    def _walk(self, d: dict[str, Any], parent: str, out: list[KeyVisit]) -> None:
         reg = self.reg
         parent_rec = reg.get(f"deepspeed:{parent}") if parent else None
         strict = bool(parent_rec and parent_rec.get("forbids_unknown"))
         for key, value in d.items():
             key = str(key)
             path = f"{parent}.{key}" if parent else key
-            shown = prefix + path
             if path.startswith(FREE_FORM):
                 continue
             lk = reg.resolve(key, context=parent or None, package="deepspeed")
@@ -109,387 +244,1014 @@ class _Linter:
                 lk.status = "misplaced"
                 lk.candidates = [lk.record]
             rec = lk.record if lk.status in ("exact", "alias", "deprecated", "removed") else None
-            if rec is None:
-                self._unknown(key, path, shown, parent, strict, lk)
+            where = [c["path"] for c in lk.candidates if c["kind"] in ("config_key", "config_section")]
+            v = KeyVisit(key, path, self.prefix + path, parent, strict, lk, value, d, rec, where)
+            out.append(v)
+            if rec is None or lk.status == "removed":
                 continue
-            if lk.status == "removed":
-                self.add(
-                    "KB004",
-                    shown,
-                    f"`{path}` was removed: DeepSpeed {rec['version']} raises "
-                    f"DeepSpeedConfigError for it ({rec['doc'] or 'removed feature'}).",
-                    "delete it",
-                )
-                continue
-            if lk.status == "deprecated":
-                self._deprecated(rec, path, shown, d)
-            if lk.status == "alias":
-                self.add(
-                    "KB019",
-                    shown,
-                    f"`{path}` is accepted as an alias of `{rec['path']}`.",
-                    f"write `{rec['path'].rsplit('.', 1)[-1]}`",
-                )
             if isinstance(value, dict) and rec["kind"] == "config_section":
-                self._keys(value, rec["path"], prefix)
-            elif value == "auto":
-                self._auto(rec, shown)
-            elif rec.get("validated"):
-                self._value(rec, value, shown)
+                self._walk(value, rec["path"], out)
+            elif value != "auto" and rec.get("validated"):
+                v.value_check = check_value(rec, value)
 
-    def _unknown(self, key: str, path: str, shown: str, parent: str, strict: bool, lk) -> None:
-        where = [c["path"] for c in lk.candidates if c["kind"] in ("config_key", "config_section")]
-        entry = ENTRY_FOR_NAME.get(key)
-        if lk.status == "misplaced" and where:
-            effect = (
-                "DeepSpeed raises ValidationError (Extra inputs are not permitted)"
-                if strict
-                else "DeepSpeed never reads it there, so it does nothing"
-            )
-            self.add(
-                "KB002",
-                shown,
-                f"`{key}` is not valid under `{parent or 'the top level'}`: {effect}. "
-                f"It belongs at {', '.join(f'`{w}`' for w in where)}.",
-                f"move it to `{where[0]}`",
-                entry,
-            )
-            return
-        other = (
-            f" It is a {lk.record['kind']} ({lk.record['id']}), not a DeepSpeed config key."
-            if (lk.status == "not-a-config-key" and lk.record)
-            else ""
-        )
+    def near(self, path: str) -> tuple[str, str]:
+        """Did-you-mean for an unknown key, in both languages."""
         near = self.reg.suggest(path, config_only=True, cutoff=62.0)
-        hint = f"did you mean {', '.join(f'`{s}`' for s in near)}?" if near else "delete it"
-        if strict:
-            self.add(
-                "KB001",
-                shown,
-                f"`{key}` does not exist under `{parent}`: DeepSpeed raises ValidationError "
+        if not near:
+            return "delete it", "删掉它"
+        names = [f"`{s}`" for s in near]
+        return f"did you mean {', '.join(names)}?", f"是不是想写 {'、'.join(names)}？"
+
+
+def _other(v: KeyVisit) -> tuple[str, str]:
+    """' It is a method (...), not a DeepSpeed config key.' when the unknown key names something else."""
+    r = v.lookup.record
+    if v.status == "not-a-config-key" and r:
+        return (
+            f" It is a {r['kind']} ({r['id']}), not a DeepSpeed config key.",
+            f"它是一个 {r['kind']}（{r['id']}），不是 DeepSpeed 的 config key。",
+        )
+    return "", ""
+
+
+def _unknown(v: KeyVisit) -> bool:
+    """Unknown where it is written, and not a misplaced key we can say the home of (that is KB002)."""
+    return v.rec is None and not (v.status == "misplaced" and v.where)
+
+
+def _ds(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, indent=2)
+
+
+# ---------------------------------------------------------------- the rules, in code order
+
+
+@rule(
+    "KB001",
+    "unknown-key",
+    "error",
+    "unknown-config-keys-silently-ignored",
+    views=("deepspeed", "accelerate"),
+    summary="unknown key inside a validated section (`zero_optimization`, `offload_*`, `bf16`, `fp16`, ...) "
+    "or an unknown accelerate top-level key",
+    effect='ValidationError "Extra inputs are not permitted" / accelerate ValueError',
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 3, "zero_force_opt_offload": True}}), "invented ZeRO key"),
+        Case(_ds({"bf16": {"enabled": True, "check_overflow": True}}), "unknown key in bf16"),
+        Case("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nzero_stage: 3\n", "accelerate"),
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 3, "overlap_comm": True}}), "a real ZeRO key"),
+        Case(_ds({"zero_force_opt_offload": True}), "unknown at the top level is KB005"),
+        Case(
+            "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n",
+            "accelerate key in its place",
+        ),
+    ],
+    validity=True,
+)
+def kb001(c: Ctx) -> None:
+    if c.view == "accelerate":
+        for key in c.data:
+            if c.reg.get(f"accelerate:yaml.{key}") is None:
+                near = [f"`{n}`" for n in c.reg.suggest(f"yaml.{key}")]
+                c.add(
+                    str(key),
+                    f"`{key}` is not an accelerate config key: accelerate raises ValueError (unknown keys) "
+                    "when it loads this file.",
+                    f"did you mean {', '.join(near)}?" if near else "delete it",
+                    f"`{key}` 不是 accelerate 配置文件里的 key：accelerate 加载这个文件时会直接报 ValueError"
+                    "（unknown keys）。",
+                    f"是不是想写 {'、'.join(near)}？" if near else "删掉它",
+                )
+        return
+    for v in c.keys:
+        if _unknown(v) and v.strict:
+            other, other_zh = _other(v)
+            hint, hint_zh = c.near(v.path)
+            c.add(
+                v.shown,
+                f"`{v.key}` does not exist under `{v.parent}`: DeepSpeed raises ValidationError "
                 f"(Extra inputs are not permitted).{other}",
                 hint,
-                entry,
-            )
-        elif parent == "":
-            self.add(
-                "KB005",
-                shown,
-                f"`{key}` is not a DeepSpeed config key: at the top level DeepSpeed silently "
-                f"ignores unknown keys, so this setting does nothing.{other}",
-                hint,
-                entry,
-            )
-        else:
-            self.add(
-                "KB005",
-                shown,
-                f"`{key}` is not read by DeepSpeed under `{parent}` (this section is not "
-                f"validated, so the typo is silently ignored).{other}",
-                hint,
-                entry,
+                f"`{v.parent}` 下没有 `{v.key}` 这个参数：DeepSpeed 会直接报 ValidationError"
+                f"（Extra inputs are not permitted）。{other_zh}",
+                hint_zh,
+                ENTRY_FOR_NAME.get(v.key),
             )
 
-    def _deprecated(self, rec: dict, path: str, shown: str, siblings: dict) -> None:
-        repl = rec.get("replacement")
-        if rec.get("noop"):
-            msg = f"`{path}` is deprecated and does nothing: DeepSpeed only logs a warning."
-        else:
-            msg = f"`{path}` is deprecated; DeepSpeed maps it to `{repl}` with a warning."
-        self.add("KB003", shown, msg, f"use `{repl}`" if repl else "delete it")
-        # cpu_offload + offload_optimizer (or cpu_offload_param + offload_param): AssertionError
-        if repl and not rec.get("noop") and repl in siblings:
-            self.add(
-                "KB018",
-                shown,
-                f"`{path}` and its replacement `{repl}` are both set: DeepSpeed raises "
-                f"AssertionError (Cannot provide deprecated parameter and replacing parameter together).",
-                f"delete `{rec['name']}`",
-            )
 
-    def _auto(self, rec: dict, shown: str) -> None:
-        fillers = sorted({r["package"] for r in self.reg.auto_fill.get(rec["path"], [])})
-        default = rec["default"]
-        if rec.get("validated"):
-            raw = f"drops it and uses the default ({default})"
-        elif rec["path"] in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
-            raw = "raises TypeError in its batch-size check"
+@rule(
+    "KB002",
+    "misplaced-key",
+    "error",
+    "unknown-config-keys-silently-ignored",
+    views=("deepspeed",),
+    summary="misplaced key: real, but elsewhere (says where)",
+    effect="ValidationError inside a validated section; never read at the top level",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 3, "nvme_path": "/nvme"}}), "nvme_path under zero_optimization"),
+        Case(_ds({"stage3_max_live_parameters": 1000, "zero_optimization": {"stage": 3}}), "ZeRO key at top level"),
+    ],
+    ok=[
+        Case(
+            _ds({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/nvme"}}}),
+            "nvme_path inside its offload block",
+        ),
+        Case(_ds({"zero_optimization": {"stage": 3, "stage3_max_live_parameters": 1000}}), "ZeRO key in place"),
+    ],
+    validity=True,
+)
+def kb002(c: Ctx) -> None:
+    for v in c.keys:
+        if v.rec is not None or v.status != "misplaced" or not v.where:
+            continue
+        if v.strict:
+            effect = "DeepSpeed raises ValidationError (Extra inputs are not permitted)"
+            effect_zh = "DeepSpeed 会直接报 ValidationError（Extra inputs are not permitted）"
         else:
-            raw = 'keeps the string "auto", which breaks where the value is used'
-        if fillers and "transformers" in fillers and self.hf:
-            return  # the HF Trainer fills it: nothing to say
-        if fillers:
-            self.add(
-                "KB007",
-                shown,
-                f'"auto" for `{rec["path"]}` is filled by {" and ".join(fillers)} only; '
-                f"plain deepspeed.initialize {raw}.",
-                "fine with the HF Trainer / accelerate; otherwise set it explicitly",
-            )
-        else:
-            self.add(
-                "KB007",
-                shown,
-                f'Nothing fills "auto" for `{rec["path"]}` (not transformers, not accelerate): DeepSpeed {raw}.',
-                "write a value" + (f", or delete it to get {default}" if rec.get("validated") else ""),
-            )
+            effect = "DeepSpeed never reads it there, so it does nothing"
+            effect_zh = "DeepSpeed 根本不会在这里读它，写了等于没写"
+        homes = ", ".join(f"`{w}`" for w in v.where)
+        c.add(
+            v.shown,
+            f"`{v.key}` is not valid {f'under `{v.parent}`' if v.parent else 'at the top level'}: {effect}. "
+            f"It belongs at {homes}.",
+            f"move it to `{v.where[0]}`",
+            f"`{v.key}` 不能放在{f' `{v.parent}` 下' if v.parent else '顶层'}：{effect_zh}。"
+            f"它应该放在 {'、'.join(f'`{w}`' for w in v.where)}。",
+            f"挪到 `{v.where[0]}`",
+            ENTRY_FOR_NAME.get(v.key),
+        )
 
-    def _value(self, rec: dict, value: Any, shown: str) -> None:
-        err, coerced = check_value(rec, value)
-        if err:
-            self.add(
-                "KB006",
-                shown,
-                f"`{rec['path']}` = {value!r}: {err}. DeepSpeed raises ValidationError.",
-                f"expected {rec['type']}" + (f" in {rec['choices']}" if rec.get("choices") else ""),
-            )
-        elif coerced is not None and coerced != value:
-            self.add(
-                "KB019",
-                shown,
-                f"`{rec['path']}` = {value!r} is accepted and converted to {coerced!r}.",
-                f"write {json_literal(coerced)}",
-            )
 
-    def _semantics(self, d: dict[str, Any], prefix: str) -> None:
-        z = d.get("zero_optimization") if isinstance(d.get("zero_optimization"), dict) else {}
-        stage = _int(z.get("stage", 0)) or 0
-        for blk in ("offload_optimizer", "offload_param"):
-            b = z.get(blk)
-            path = f"zero_optimization.{blk}"
-            if not isinstance(b, dict):
+@rule(
+    "KB003",
+    "deprecated-key",
+    "warning",
+    "deprecated-cpu-offload-keys",
+    views=("deepspeed", "training_args", "launch"),
+    summary="deprecated key or TrainingArguments field (says whether the alias is a no-op)",
+    effect="warning only; mapped to the replacement, or nothing at all",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 2, "cpu_offload": True}}), "deprecated alias, mapped"),
+        Case(
+            _ds({"zero_optimization": {"stage": 3, "cpu_offload_use_pin_memory": True}}),
+            "deprecated no-op",
+        ),
+        Case("output_dir: out\nper_device_train_batch_size: 1\ngradient_checkpointing: true\n", "TrainingArguments"),
+        Case("deepspeed train.py --deepspeed ds.json --gradient_checkpointing", "script flag"),
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}), "the replacement"),
+        Case("output_dir: out\nper_device_train_batch_size: 1\nactivation_checkpointing: true\n", "current field"),
+        Case("deepspeed train.py --deepspeed ds.json --activation_checkpointing", "current script flag"),
+    ],
+)
+def kb003(c: Ctx) -> None:
+    if c.view == "deepspeed":
+        for v in c.keys:
+            if v.status != "deprecated" or v.rec is None:
                 continue
-            dev = b.get("device", "none")
-            if "device" not in b:
-                self.add(
-                    "KB008",
-                    prefix + path,
-                    f'`{path}` has no "device": the code default is "none", so nothing '
-                    "is offloaded (the docs say cpu).",
-                    'add "device": "cpu"',
-                )
-            if dev == "nvme" and not b.get("nvme_path"):
-                self.add(
-                    "KB009",
-                    prefix + path + ".device",
-                    f'`{path}.device` is "nvme" but no `nvme_path` is set: '
-                    "DeepSpeed crashes at initialization (os.path.join on None, or an assertion under zero.Init).",
-                    f'add "nvme_path": "/local_nvme" inside `{blk}`',
-                )
-            if blk == "offload_param" and dev in ("cpu", "nvme") and stage < 3:
-                self.add(
-                    "KB010",
-                    prefix + path,
-                    f"`offload_param` is only used by ZeRO-3; at stage {stage} it is "
-                    "silently ignored (parameters stay on the GPU).",
-                    "use stage 3, or offload only the optimizer",
-                )
-            if blk == "offload_optimizer" and dev == "nvme" and stage in (1, 2):
-                self.add(
-                    "KB020",
-                    prefix + path + ".device",
-                    f'at stage {stage}, "nvme" optimizer offload behaves as CPU offload (ZeRO-1/2 have no NVMe path).',
-                    "use stage 3 for NVMe offload",
-                )
-            ratio = b.get("ratio")
-            if (
-                blk == "offload_optimizer"
-                and isinstance(ratio, (int, float))
-                and not isinstance(ratio, bool)
-                and ratio < 1
-                and stage < 3
-            ):
-                self.add(
-                    "KB017",
-                    prefix + path + ".ratio",
-                    f"partial offload (ratio {ratio}) needs ZeRO-3: DeepSpeed "
-                    "raises ValidationError (Partial offloading only supported for ZeRO Stage 3).",
-                    "set ratio 1.0 or use stage 3",
-                )
-        bf, fp = d.get("bf16") or d.get("bfloat16"), d.get("fp16")
-        if isinstance(bf, dict) and isinstance(fp, dict) and bf.get("enabled") is True and fp.get("enabled") is True:
-            self.add(
-                "KB011",
-                prefix + "fp16.enabled",
-                "bf16 and fp16 are both enabled: DeepSpeed raises AssertionError "
-                "(bfloat16 and fp16 modes cannot be simultaneously enabled).",
-                "keep one (bf16 on Ampere or newer)",
+            repl = v.rec.get("replacement")
+            if v.rec.get("noop"):
+                msg = f"`{v.path}` is deprecated and does nothing: DeepSpeed only logs a warning."
+                msg_zh = f"`{v.path}` 已经 deprecated，而且不起任何作用：DeepSpeed 只会打一条 warning。"
+            else:
+                msg = f"`{v.path}` is deprecated; DeepSpeed maps it to `{repl}` with a warning."
+                msg_zh = f"`{v.path}` 已经 deprecated：DeepSpeed 会打一条 warning，然后把它映射到 `{repl}`。"
+            alts = [f"`{r.strip()}`" for r in repl.split(" or ")] if repl else []
+            c.add(
+                v.shown,
+                msg,
+                f"use {' or '.join(alts)}" if repl else "delete it",
+                msg_zh,
+                f"改用 {' 或 '.join(alts)}" if repl else "删掉它",
             )
-        self._batch(d, prefix)
-        if stage in (1, 2) and _truthy(z.get("overlap_comm")):
-            bucket = z.get("reduce_bucket_size", 500_000_000)
-            if isinstance(bucket, (int, float)) and not isinstance(bucket, bool):
-                nbytes = 2 * int(bucket) * 2
-                if nbytes >= BUCKET_WARN_BYTES:
-                    self.add(
-                        "KB013",
-                        prefix + "zero_optimization.overlap_comm",
-                        f"with overlap_comm at stage {stage}, "
-                        f"ZeRO keeps two gradient buckets of reduce_bucket_size={int(bucket):,} elements: "
-                        f"{nbytes / 2**30:.1f} GiB of GPU memory in 16-bit.",
-                        'reduce_bucket_size 2e8 (or HF "auto"), or overlap_comm false',
-                    )
-        if "activation_checkpointing" in d:
-            self.add(
-                "KB016",
-                prefix + "activation_checkpointing",
-                "the `activation_checkpointing` section only configures "
-                "deepspeed.checkpointing (Megatron-style code); Hugging Face models never call it, so it saves "
-                "nothing there.",
-                "use TrainingArguments gradient checkpointing / model.gradient_checkpointing_enable()",
-            )
-        self._fit(d, z, stage, prefix)
-
-    def _batch(self, d: dict[str, Any], prefix: str) -> None:
-        tbs, mbs, gas = (
-            d.get(k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+        return
+    items = c.data["script_args"] if c.view == "launch" else c.data
+    for key in items:
+        rec = c.reg.get(f"transformers:TrainingArguments.{key}")
+        if rec is None or not rec.get("deprecated"):
+            continue  # LLaMA-Factory-style files mix model/data arguments of their own
+        ver, doc = rec["version"], rec["doc"] or ""
+        if c.view == "launch":
+            path, msg = f"script_args.{key}", f"`--{key}` is deprecated in transformers {ver}."
+            msg_zh = f"`--{key}` 在 transformers {ver} 里已经 deprecated。"
+        else:
+            path, msg = str(key), f"`{key}` is deprecated in transformers {ver}: {doc}".strip()
+            msg_zh = f"`{key}` 在 transformers {ver} 里已经 deprecated" + (f"（文档原文：{doc}）。" if doc else "。")
+        c.add(
+            path,
+            msg,
+            None,
+            msg_zh,
+            None,
+            "hf-activation-checkpointing-vs-ds-section" if "checkpointing" in key else None,
         )
-        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (tbs, mbs)):
-            return
-        gas = gas if isinstance(gas, int) and not isinstance(gas, bool) else 1
-        if self.world_size:
-            if tbs != mbs * gas * self.world_size:
-                self.add(
-                    "KB012",
-                    prefix + "train_batch_size",
-                    f"train_batch_size {tbs} != micro {mbs} x accumulation "
-                    f"{gas} x world size {self.world_size} = {mbs * gas * self.world_size}: DeepSpeed raises "
-                    "AssertionError (Check batch related parameters).",
-                    'set it to the product, or drop it (or "auto" with HF)',
-                )
-        elif tbs % (mbs * gas):
-            self.add(
-                "KB012",
-                prefix + "train_batch_size",
-                f"train_batch_size {tbs} is not a multiple of micro {mbs} x "
-                f"accumulation {gas}: no world size makes DeepSpeed's batch check pass.",
-                "fix the three numbers",
+
+
+@rule(
+    "KB004",
+    "removed-key",
+    "error",
+    "unknown-config-keys-silently-ignored",
+    views=("deepspeed",),
+    summary="key removed from DeepSpeed (`amp`, `sparse_attention`, ...)",
+    effect="DeepSpeedConfigError",
+    bad=[
+        Case(_ds({"amp": {"enabled": True}}), "amp"),
+        Case(_ds({"sparse_attention": {"mode": "fixed"}}), "sparse_attention"),
+    ],
+    ok=[
+        Case(_ds({"bf16": {"enabled": True}}), "the precision that replaces amp"),
+        Case(_ds({"zero_optimization": {"stage": 2}}), "an active section"),
+    ],
+    validity=True,
+)
+def kb004(c: Ctx) -> None:
+    for v in c.keys:
+        if v.status == "removed" and v.rec is not None:
+            doc = v.rec["doc"] or "removed feature"
+            c.add(
+                v.shown,
+                f"`{v.path}` was removed: DeepSpeed {v.rec['version']} raises DeepSpeedConfigError for it ({doc}).",
+                "delete it",
+                f"`{v.path}` 已经被移除：DeepSpeed {v.rec['version']} 遇到它会直接报 DeepSpeedConfigError（{doc}）。",
+                "删掉它",
             )
 
-    def _fit(self, d: dict[str, Any], z: dict, stage: int, prefix: str) -> None:
-        if not self.model_params or self.world_size != 1:
-            return  # only a single GPU is certain to hold everything; the caller must say so
-        opt_dev = (
-            (z.get("offload_optimizer") or {}).get("device", "none")
-            if isinstance(z.get("offload_optimizer"), dict)
-            else "none"
-        )
-        if opt_dev != "none":
-            return
-        p = self.model_params
-        # DeepSpeed's model-state estimators on one GPU (largest layer term omitted: a lower bound)
-        need = 18 * p if stage == 3 else (20 * p if stage in (1, 2) else 16 * p)
-        if need / 2**30 > self.gpu_mem_gib:
-            self.add(
-                "KB014",
-                prefix + "zero_optimization",
-                f"{p / 1e9:.1f}B parameters with Adam at ZeRO stage {stage} on one "
-                f"GPU need at least {need / 2**30:.0f} GiB for model states alone (DeepSpeed's estimator: "
-                f"{'18' if stage == 3 else '20' if stage else '16'} bytes/param), more than {self.gpu_mem_gib:g} GiB. "
-                "With one GPU, ZeRO has nothing to partition across.",
-                "offload the optimizer (and params at stage 3), or use LoRA",
-            )
 
-    # ------------------------------------------------------------ accelerate YAML, TrainingArguments, command lines
-
-    def accelerate(self, d: dict[str, Any]) -> None:
-        for key in d:
-            if self.reg.get(f"accelerate:yaml.{key}") is None:
-                near = self.reg.suggest(f"yaml.{key}")
-                self.add(
-                    "KB001",
-                    str(key),
-                    f"`{key}` is not an accelerate config key: accelerate raises ValueError "
-                    "(unknown keys) when it loads this file.",
-                    f"did you mean {', '.join(near)}?" if near else "delete it",
+@rule(
+    "KB005",
+    "silently-ignored",
+    "warning",
+    "unknown-config-keys-silently-ignored",
+    views=("deepspeed", "accelerate", "launch"),
+    summary="silently ignored: unknown top-level key, typo in an unvalidated section (`activation_checkpointing`, "
+    "`aio`, ...), a key accelerate does not read, `zero3_init_flag` below stage 3, `CUDA_VISIBLE_DEVICES` with "
+    "`--include`",
+    effect="accepted, does nothing",
+    bad=[
+        Case(_ds({"zero_force_opt_offload": True, "zero_optimization": {"stage": 3}}), "invented top-level key"),
+        Case(_ds({"activation_checkpointing": {"partitioned_activations": True}}), "typo, unvalidated section"),
+        Case("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero_stag: 2\n", "accelerate typo"),
+        Case(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  zero3_init_flag: true\n",
+            "zero3_init_flag at stage 2",
+        ),
+        Case("CUDA_VISIBLE_DEVICES=2,3 deepspeed --include localhost:2,3 train.py", "env with --include"),
+    ],
+    ok=[
+        Case(_ds({"zero_force_ds_cpu_optimizer": True, "zero_optimization": {"stage": 3}}), "real top-level key"),
+        Case(_ds({"activation_checkpointing": {"partition_activations": True}}), "correct spelling"),
+        Case(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero3_init_flag: true\n",
+            "zero3_init_flag at stage 3",
+        ),
+        Case("deepspeed --include localhost:2,3 train.py", "--include alone"),
+        Case("CUDA_VISIBLE_DEVICES=2,3 deepspeed train.py", "CUDA_VISIBLE_DEVICES alone"),
+    ],
+)
+def kb005(c: Ctx) -> None:
+    if c.view == "deepspeed":
+        for v in c.keys:
+            if not _unknown(v) or v.strict:
+                continue
+            other, other_zh = _other(v)
+            hint, hint_zh = c.near(v.path)
+            if v.parent == "":
+                msg = (
+                    f"`{v.key}` is not a DeepSpeed config key: at the top level DeepSpeed silently ignores unknown "
+                    f"keys, so this setting does nothing.{other}"
                 )
-        ds = d.get("deepspeed_config")
+                msg_zh = (
+                    f"`{v.key}` 不是 DeepSpeed 的 config key：顶层的未知 key DeepSpeed 不报错、直接忽略，"
+                    f"所以这一项等于没写。{other_zh}"
+                )
+            else:
+                msg = (
+                    f"`{v.key}` is not read by DeepSpeed under `{v.parent}` (this section is not validated, so the "
+                    f"typo is silently ignored).{other}"
+                )
+                msg_zh = (
+                    f"DeepSpeed 在 `{v.parent}` 下不会读 `{v.key}`（这个 section 不做校验，拼错了也不报错，"
+                    f"直接被忽略）。{other_zh}"
+                )
+            c.add(v.shown, msg, hint, msg_zh, hint_zh, ENTRY_FOR_NAME.get(v.key))
+    elif c.view == "accelerate":
+        ds = c.data.get("deepspeed_config")
         if not isinstance(ds, dict):
             return
         for key in ds:
-            path = f"deepspeed_config.{key}"
-            if self.reg.get(f"accelerate:yaml/{path}") is not None:
-                continue
-            if (
-                self.reg.get(f"deepspeed:{key}") is not None
-                or self.reg.resolve(str(key), package="deepspeed").status != "unknown"
-            ):
-                self.add(
-                    "KB015",
-                    path,
-                    f"`{key}` is a DeepSpeed JSON key; accelerate does not pass it from the YAML to "
-                    "DeepSpeed, so it is ignored.",
-                    "put it in a DeepSpeed JSON and point `deepspeed_config_file` at it",
-                )
-            else:
-                self.add(
-                    "KB005",
-                    path,
+            if c.reg.get(f"accelerate:yaml/deepspeed_config.{key}") is None and not _ds_key(c.reg, key):
+                c.add(
+                    f"deepspeed_config.{key}",
                     f"`{key}` is not a key accelerate reads under `deepspeed_config`; it is ignored.",
                     "see `accelerate config` for the valid keys",
+                    f"accelerate 不会读 `deepspeed_config` 下的 `{key}`，写了会被忽略。",
+                    "用 `accelerate config` 看有哪些合法的 key",
                 )
-        if (
-            isinstance(value := ds.get("zero3_init_flag"), bool)
-            and value
-            and _int(ds.get("zero_stage")) not in (3, None)
-        ):
-            self.add(
-                "KB005",
+        flag = ds.get("zero3_init_flag")
+        if flag is True and _int(ds.get("zero_stage")) not in (3, None):
+            c.add(
                 "deepspeed_config.zero3_init_flag",
                 "zero3_init_flag only applies to ZeRO stage 3; accelerate turns it off with a warning at other stages.",
                 "remove it or use zero_stage 3",
-                entry="accelerate-zero3-init-flag",
+                "`zero3_init_flag` 只对 ZeRO stage 3 有效；其他 stage 下 accelerate 会打一条 warning，然后把它关掉。",
+                "删掉它，或者改成 `zero_stage: 3`",
+                "accelerate-zero3-init-flag",
+            )
+    elif (
+        c.data["launcher"] == "deepspeed"
+        and "CUDA_VISIBLE_DEVICES" in c.data["env"]
+        and ({"include", "exclude", "num_gpus"} & set(c.data["launcher_args"]))
+    ):
+        c.add(
+            "env.CUDA_VISIBLE_DEVICES",
+            "the deepspeed launcher ignores CUDA_VISIBLE_DEVICES when --include/--exclude/--num_gpus is given "
+            "and sets it per worker itself.",
+            "select GPUs with --include localhost:0,1 only",
+            "传了 `--include`/`--exclude`/`--num_gpus` 时，deepspeed launcher 会忽略 `CUDA_VISIBLE_DEVICES`，"
+            "自己给每个 worker 重新设置。",
+            "只用 `--include localhost:0,1` 来选卡",
+            "deepspeed-launcher-include-gpus",
+        )
+
+
+def _ds_key(reg: Registry, key: Any) -> bool:
+    """A DeepSpeed config key (anywhere): written in accelerate's `deepspeed_config` it is KB015, not KB005."""
+    return reg.get(f"deepspeed:{key}") is not None or reg.resolve(str(key), package="deepspeed").status != "unknown"
+
+
+@rule(
+    "KB006",
+    "invalid-value",
+    "error",
+    "unknown-config-keys-silently-ignored",
+    views=("deepspeed",),
+    summary='invalid type / enum / bound (`"5e8"` for an int, stage 4, device `gpu`, bucket 0)',
+    effect="ValidationError",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 2, "reduce_bucket_size": "5e8"}}), "string that is not an int"),
+        Case(_ds({"zero_optimization": {"stage": 4}}), "stage out of range"),
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "gpu"}}}), "device gpu"),
+        Case(_ds({"zero_optimization": {"stage": 2, "reduce_bucket_size": 0}}), "bucket 0"),
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 2, "reduce_bucket_size": 5e8}}), "5e8 as a number"),
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}}), "device cpu"),
+        Case(_ds({"zero_optimization": {"stage": "3"}}), "a string DeepSpeed converts (KB019)"),
+    ],
+    validity=True,
+)
+def kb006(c: Ctx) -> None:
+    for v in c.keys:
+        if v.value_check is None or v.value_check[0] is None or v.rec is None:
+            continue
+        rec, err = v.rec, v.value_check[0]
+        choices = f" in {rec['choices']}" if rec.get("choices") else ""
+        c.add(
+            v.shown,
+            f"`{rec['path']}` = {v.value!r}: {err}. DeepSpeed raises ValidationError.",
+            f"expected {rec['type']}{choices}",
+            f"`{rec['path']}` = {v.value!r}：{_err_zh(err)}。DeepSpeed 会直接报 ValidationError。",
+            f"应该是 {rec['type']}" + (f"，取值 {rec['choices']}" if rec.get("choices") else ""),
+        )
+
+
+def _err_zh(err: str) -> str:
+    """check_value's own errors in Chinese; pydantic's (what DeepSpeed prints) quoted as they are."""
+    if err.startswith("must be one of "):
+        return f"只能是 {err.removeprefix('must be one of ')} 之一"
+    if err == "null is not allowed":
+        return "不能是 null"
+    if err.startswith("must be "):
+        return f"必须 {err.removeprefix('must be ')}"
+    return f"校验不通过（pydantic：{err}）"
+
+
+@rule(
+    "KB007",
+    "auto-value",
+    "warning",
+    "auto-values-outside-trainer",
+    views=("deepspeed",),
+    summary='`"auto"`: who fills it (from the transformers / accelerate source) and what plain DeepSpeed does',
+    effect="dropped to the default, TypeError for batch sizes, or kept as a string",
+    bad=[
+        Case(_ds({"train_micro_batch_size_per_gpu": "auto"}), "auto batch size, plain DeepSpeed"),
+        Case(_ds({"bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": 1}), "auto bf16, plain DeepSpeed"),
+    ],
+    ok=[
+        Case(_ds({"train_micro_batch_size_per_gpu": 1}), "a value"),
+        Case("output_dir: out\ndeepspeed:\n  bf16: {enabled: auto}\n", "the HF Trainer fills it"),
+    ],
+)
+def kb007(c: Ctx) -> None:
+    for v in c.keys:
+        rec = v.rec
+        if rec is None or v.status == "removed" or v.value != "auto":
+            continue
+        fillers = sorted({r["package"] for r in c.reg.auto_fill.get(rec["path"], [])})
+        default = rec["default"]
+        if rec.get("validated"):
+            raw, raw_zh = f"drops it and uses the default ({default})", f"会丢掉它、改用默认值（{default}）"
+        elif rec["path"] in BATCH_KEYS:
+            raw, raw_zh = "raises TypeError in its batch-size check", "会在 batch size 检查里报 TypeError"
+        else:
+            raw = 'keeps the string "auto", which breaks where the value is used'
+            raw_zh = '会原样保留字符串 "auto"，用到这个值的地方就会出错'
+        if fillers and "transformers" in fillers and c.hf:
+            continue  # the HF Trainer fills it: nothing to say
+        if fillers:
+            c.add(
+                v.shown,
+                f'"auto" for `{rec["path"]}` is filled by {" and ".join(fillers)} only; '
+                f"plain deepspeed.initialize {raw}.",
+                "fine with the HF Trainer / accelerate; otherwise set it explicitly",
+                f'`{rec["path"]}` 的 "auto" 只有 {" 和 ".join(fillers)} 会去填；直接用 `deepspeed.initialize` 的话，'
+                f"DeepSpeed {raw_zh}。",
+                "用 HF Trainer / accelerate 没问题；否则请显式写上具体值",
+            )
+        else:
+            validated = rec.get("validated")
+            c.add(
+                v.shown,
+                f'Nothing fills "auto" for `{rec["path"]}` (not transformers, not accelerate): DeepSpeed {raw}.',
+                "write a value" + (f", or delete it to get {default}" if validated else ""),
+                f'没有任何库会替 `{rec["path"]}` 填 "auto"（transformers 和 accelerate 都不会）：DeepSpeed {raw_zh}。',
+                "写一个具体值" + (f"，或者删掉它、用默认值 {default}" if validated else ""),
             )
 
-    def training_args(self, d: dict[str, Any]) -> None:
-        for key, _value in d.items():
-            rec = self.reg.get(f"transformers:TrainingArguments.{key}")
-            if rec is None:
-                continue  # LLaMA-Factory-style files mix model/data arguments of their own
-            if rec.get("deprecated"):
-                self.add(
-                    "KB003",
-                    str(key),
-                    f"`{key}` is deprecated in transformers {rec['version']}: {rec['doc'] or ''}".strip(),
-                    None,
-                    "hf-activation-checkpointing-vs-ds-section" if "checkpointing" in key else None,
-                )
-        ds = d.get("deepspeed")
-        if isinstance(ds, dict):
-            self.hf = True  # the HF Trainer fills its "auto" keys
-            self.deepspeed(ds, prefix="deepspeed.")
 
-    def launch(self, d: dict[str, Any]) -> None:
-        launcher = d["launcher"]
-        cli = {"deepspeed": "deepspeed", "accelerate launch": "accelerate launch"}.get(launcher)
-        if cli:
-            for flag in d["launcher_args"]:
-                if self.reg.get(f"{cli.split()[0]}:cli/{cli}/--{flag}") is None:
-                    self.add(
-                        "KB021",
-                        f"launcher_args.{flag}",
-                        f"`--{flag}` is not a `{cli}` option.",
-                        "check `" + cli + " --help`",
-                    )
-        if (
-            launcher == "deepspeed"
-            and "CUDA_VISIBLE_DEVICES" in d["env"]
-            and ({"include", "exclude", "num_gpus"} & set(d["launcher_args"]))
-        ):
-            self.add(
-                "KB005",
-                "env.CUDA_VISIBLE_DEVICES",
-                "the deepspeed launcher ignores CUDA_VISIBLE_DEVICES when "
-                "--include/--exclude/--num_gpus is given and sets it per worker itself.",
-                "select GPUs with --include localhost:0,1 only",
-                entry="deepspeed-launcher-include-gpus",
+@rule(
+    "KB008",
+    "offload-without-device",
+    "warning",
+    "offload-block-without-device",
+    views=("deepspeed",),
+    summary="offload block without `device`",
+    effect="device `none`: no offload",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"pin_memory": True}}}), "optimizer"),
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_param": {}}}), "empty param block"),
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True}}})),
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_param": {"device": "none"}}}), "explicit none"),
+    ],
+)
+def kb008(c: Ctx) -> None:
+    for blk, b, _dev in c.offload():
+        if "device" not in b:
+            path = f"zero_optimization.{blk}"
+            default = c.default(f"{path}.device")
+            c.add(
+                c.prefix + path,
+                f'`{path}` has no "device": the code default is "{default}", so nothing is offloaded '
+                "(the docs say cpu).",
+                'add "device": "cpu"',
+                f'`{path}` 没写 "device"：代码里的默认值是 "{default}"，所以什么都不会 offload（文档里写的是 cpu）。',
+                '加上 "device": "cpu"',
             )
-        for flag, _value in d["script_args"].items():
-            rec = self.reg.get(f"transformers:TrainingArguments.{flag}")
-            if rec is not None and rec.get("deprecated"):
-                self.add(
-                    "KB003", f"script_args.{flag}", f"`--{flag}` is deprecated in transformers {rec['version']}.", None
+
+
+@rule(
+    "KB009",
+    "nvme-without-path",
+    "error",
+    "nvme-offload-setup",
+    views=("deepspeed",),
+    summary="`device: nvme` without `nvme_path` at ZeRO stage 3 (below it NVMe is not used: KB010, KB020)",
+    effect="crash at initialization",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}}}), "optimizer"),
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}}), "params"),
+    ],
+    ok=[
+        Case(
+            _ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}),
+            "with nvme_path",
+        ),
+        Case(_ds({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}}), "stage 2: KB020"),
+    ],
+    validity=True,
+)
+def kb009(c: Ctx) -> None:
+    if c.stage != 3:
+        return  # ZeRO-1/2 never read nvme_path (stage_1_and_2.py treats any device as CPU); offload_param: KB010
+    for blk, b, dev in c.offload():
+        if dev == "nvme" and not b.get("nvme_path"):
+            path = f"zero_optimization.{blk}"
+            c.add(
+                c.prefix + path + ".device",
+                f'`{path}.device` is "nvme" but no `nvme_path` is set: DeepSpeed crashes at initialization '
+                "(os.path.join on None, or an assertion under zero.Init).",
+                f'add "nvme_path": "/local_nvme" inside `{blk}`',
+                f'`{path}.device` 设成了 "nvme"，但没有设 `nvme_path`：DeepSpeed 初始化时就会崩'
+                "（对 None 做 os.path.join，或者 zero.Init 里的 assertion）。",
+                f'在 `{blk}` 里加上 "nvme_path": "/local_nvme"',
+            )
+
+
+@rule(
+    "KB010",
+    "offload-param-below-stage3",
+    "warning",
+    "offload-param-ignored-below-stage3",
+    views=("deepspeed",),
+    summary="`offload_param` below stage 3",
+    effect="accepted and ignored",
+    bad=[Case(_ds({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}), "stage 2")],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}), "stage 3"),
+        Case(_ds({"zero_optimization": {"stage": 2, "offload_param": {"device": "none"}}}), "device none"),
+    ],
+)
+def kb010(c: Ctx) -> None:
+    for blk, _b, dev in c.offload():
+        if blk == "offload_param" and dev in ("cpu", "nvme") and c.stage < 3:
+            c.add(
+                c.prefix + "zero_optimization.offload_param",
+                f"`offload_param` is only used by ZeRO-3; at stage {c.stage} it is silently ignored "
+                "(parameters stay on the GPU).",
+                "use stage 3, or offload only the optimizer",
+                f"`offload_param` 只有 ZeRO-3 才会用；stage {c.stage} 下它会被悄悄忽略（参数还是留在 GPU 上）。",
+                "改用 stage 3，或者只 offload optimizer",
+            )
+
+
+@rule(
+    "KB011",
+    "bf16-and-fp16",
+    "error",
+    "bf16-and-fp16-both-enabled",
+    views=("deepspeed",),
+    summary="bf16 and fp16 both enabled",
+    effect="AssertionError",
+    bad=[Case(_ds({"bf16": {"enabled": True}, "fp16": {"enabled": True}}), "both on")],
+    ok=[
+        Case(_ds({"bf16": {"enabled": True}, "fp16": {"enabled": False}}), "fp16 off"),
+        Case(_ds({"bf16": {"enabled": True}}), "bf16 only"),
+    ],
+    validity=True,
+)
+def kb011(c: Ctx) -> None:
+    bf, fp = c.data.get("bf16") or c.data.get("bfloat16"), c.data.get("fp16")
+    if isinstance(bf, dict) and isinstance(fp, dict) and bf.get("enabled") is True and fp.get("enabled") is True:
+        c.add(
+            c.prefix + "fp16.enabled",
+            "bf16 and fp16 are both enabled: DeepSpeed raises AssertionError "
+            "(bfloat16 and fp16 modes cannot be simultaneously enabled).",
+            "keep one (bf16 on Ampere or newer)",
+            "bf16 和 fp16 同时开了：DeepSpeed 会直接报 AssertionError"
+            "（bfloat16 and fp16 modes cannot be simultaneously enabled）。",
+            "只留一个（Ampere 及更新的卡用 bf16）",
+        )
+
+
+@rule(
+    "KB012",
+    "batch-arithmetic",
+    "error",
+    "batch-size-assertion",
+    views=("deepspeed",),
+    summary="`train_batch_size` != micro x accumulation x world size (accumulation derived as DeepSpeed does "
+    "when it is not given)",
+    effect="AssertionError",
+    bad=[
+        Case(
+            _ds({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8}),
+            "16 != 1 x 8 x 1",
+            world_size=1,
+        ),
+        Case(
+            _ds({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}),
+            "no world size makes 10 a multiple of 4",
+        ),
+        Case(_ds({"train_batch_size": 6, "train_micro_batch_size_per_gpu": 4}), "derived accumulation", world_size=1),
+    ],
+    ok=[
+        Case(
+            _ds({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8}),
+            "16 = 1 x 8 x 2",
+            world_size=2,
+        ),
+        Case(_ds({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1}), "DeepSpeed derives 8", world_size=1),
+        Case(
+            _ds({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8}),
+            "world size unknown, 2 would do",
+        ),
+    ],
+    validity=True,
+)
+def kb012(c: Ctx) -> None:
+    tbs, mbs, gas = (c.data.get(k) for k in BATCH_KEYS)
+    ints = [x for x in (tbs, mbs, gas) if x is not None]
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in ints) or tbs is None or mbs is None:
+        return  # "auto" and other non-integers: KB007 / DeepSpeed's own TypeError, not arithmetic
+    if tbs <= 0 or mbs <= 0 or (gas is not None and gas <= 0):
+        return
+    ws = c.world_size
+    fix, fix_zh = (
+        'set it to the product, or drop it (or "auto" with HF)',
+        '改成三者的乘积，或者删掉它（用 HF 就写 "auto"）',
+    )
+    if ws and gas is not None:
+        if tbs != mbs * gas * ws:
+            c.add(
+                c.prefix + "train_batch_size",
+                f"train_batch_size {tbs} != micro {mbs} x accumulation {gas} x world size {ws} = "
+                f"{mbs * gas * ws}: DeepSpeed raises AssertionError (Check batch related parameters).",
+                fix,
+                f"train_batch_size {tbs} != micro {mbs} x accumulation {gas} x world size {ws} = {mbs * gas * ws}："
+                "DeepSpeed 会直接报 AssertionError（Check batch related parameters）。",
+                fix_zh,
+            )
+    elif ws:
+        derived = tbs // mbs // ws  # runtime/config.py _set_batch_related_parameters
+        if tbs != mbs * derived * ws:
+            c.add(
+                c.prefix + "train_batch_size",
+                f"train_batch_size {tbs} is not a multiple of micro {mbs} x world size {ws}: DeepSpeed derives "
+                f"gradient_accumulation_steps = {tbs} // {mbs} // {ws} = {derived} and raises AssertionError "
+                "in its batch check.",
+                fix,
+                f"train_batch_size {tbs} 不是 micro {mbs} x world size {ws} 的整数倍：DeepSpeed 会推出 "
+                f"gradient_accumulation_steps = {tbs} // {mbs} // {ws} = {derived}，然后在 batch 检查里报 AssertionError。",
+                fix_zh,
+            )
+    elif tbs % (mbs * (gas or 1)):
+        of = f"micro {mbs} x accumulation {gas}" if gas is not None else f"micro {mbs}"
+        c.add(
+            c.prefix + "train_batch_size",
+            f"train_batch_size {tbs} is not a multiple of {of}: no world size makes DeepSpeed's batch check pass.",
+            "fix the three numbers",
+            f"train_batch_size {tbs} 不是 {of} 的整数倍：不管用几张卡，DeepSpeed 的 batch 检查都过不了。",
+            "把这三个数改对",
+        )
+
+
+@rule(
+    "KB013",
+    "large-buckets-overlap-comm",
+    "warning",
+    "zero-bucket-sizes-overlap-comm",
+    views=("deepspeed",),
+    summary="`overlap_comm` at stage 1/2 with large buckets (GiB figure; the default `reduce_bucket_size` from the "
+    "registry when it is not set)",
+    effect="two reduce buckets on the GPU",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 2, "overlap_comm": True, "reduce_bucket_size": 5e8}}), "5e8"),
+        Case(_ds({"zero_optimization": {"stage": 2, "overlap_comm": True}}), "the default bucket"),
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 2, "overlap_comm": True, "reduce_bucket_size": 2e8}}), "2e8"),
+        Case(_ds({"zero_optimization": {"stage": 2, "overlap_comm": False, "reduce_bucket_size": 5e8}}), "no overlap"),
+        Case(_ds({"zero_optimization": {"stage": 3, "overlap_comm": True, "reduce_bucket_size": 5e8}}), "stage 3"),
+    ],
+)
+def kb013(c: Ctx) -> None:
+    if c.stage not in (1, 2) or not _truthy(c.zero.get("overlap_comm")):
+        return
+    bucket = c.zero.get("reduce_bucket_size", c.default("zero_optimization.reduce_bucket_size"))
+    if not isinstance(bucket, (int, float)) or isinstance(bucket, bool):
+        return
+    nbytes = 2 * int(bucket) * 2
+    if nbytes >= BUCKET_WARN_BYTES:
+        c.add(
+            c.prefix + "zero_optimization.overlap_comm",
+            f"with overlap_comm at stage {c.stage}, ZeRO keeps two gradient buckets of "
+            f"reduce_bucket_size={int(bucket):,} elements: {nbytes / GiB:.1f} GiB of GPU memory in 16-bit.",
+            'reduce_bucket_size 2e8 (or HF "auto"), or overlap_comm false',
+            f"stage {c.stage} 开了 overlap_comm 时，ZeRO 会同时保留两个 reduce_bucket_size={int(bucket):,} 个元素的"
+            f"梯度 bucket：16-bit 下要占 {nbytes / GiB:.1f} GiB 显存。",
+            'reduce_bucket_size 改成 2e8（或者 HF 的 "auto"），或者把 overlap_comm 关掉',
+        )
+
+
+@rule(
+    "KB014",
+    "cannot-fit-single-gpu",
+    "error",
+    "zero3-single-gpu-no-offload",
+    views=("deepspeed",),
+    summary="one GPU, no optimizer offload, model states cannot fit (`--model`, `--world-size 1`; kb.memory's "
+    "`model_states`, the figure `kb mem` uses)",
+    effect="CUDA OOM at the first step",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 3}}), "7B, ZeRO-3, one GPU", world_size=1, model_params=7e9),
+        Case(_ds({"bf16": {"enabled": True}}), "7B, stage 0, one GPU", world_size=1, model_params=7e9),
+    ],
+    ok=[
+        Case(
+            _ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}}),
+            "optimizer offloaded",
+            world_size=1,
+            model_params=7e9,
+        ),
+        Case(_ds({"zero_optimization": {"stage": 3}}), "8 GPUs: not certain", world_size=8, model_params=7e9),
+        Case(_ds({"zero_optimization": {"stage": 3}}), "1.3B fits", world_size=1, model_params=1.3e9),
+    ],
+)
+def kb014(c: Ctx) -> None:
+    if not c.model_params or c.world_size != 1 or c.stage not in (0, 1, 2, 3):
+        return  # only a single GPU is certain to hold everything; the caller must say so (bad stage: KB006)
+    if any(blk == "offload_optimizer" and dev != "none" for blk, _b, dev in c.offload()):
+        return
+    p = c.model_params
+    ms = model_states(p, c.stage)  # largest layer unknown: a lower bound
+    need, per = ms.gpu_bytes / GiB, ms.gpu_bytes / p
+    if need > c.gpu_mem_gib:
+        c.add(
+            c.prefix + "zero_optimization",
+            f"{p / 1e9:.1f}B parameters with Adam at ZeRO stage {c.stage} on one GPU need at least {need:.0f} GiB "
+            f"for model states alone ({per:.0f} bytes/param by {ms.basis}), more than {c.gpu_mem_gib:g} GiB. "
+            "With one GPU, ZeRO has nothing to partition across.",
+            "offload the optimizer (and params at stage 3), or use LoRA",
+            f"{p / 1e9:.1f}B 参数、Adam、ZeRO stage {c.stage}、单卡：光 model states 至少就要 {need:.0f} GiB"
+            f"（每参数 {per:.0f} 字节，{ms.basis_zh}），超过了 {c.gpu_mem_gib:g} GiB。单卡时 ZeRO 没有别的卡可以切分。",
+            "把 optimizer offload 出去（stage 3 还可以 offload 参数），或者改用 LoRA",
+        )
+
+
+@rule(
+    "KB015",
+    "deepspeed-key-in-accelerate-yaml",
+    "warning",
+    "unknown-config-keys-silently-ignored",
+    views=("accelerate",),
+    summary="DeepSpeed JSON key inside accelerate's `deepspeed_config`",
+    effect="not passed to DeepSpeed",
+    bad=[
+        Case(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  stage3_max_live_parameters: 1000\n",
+            "a ZeRO JSON key",
+        ),
+        Case(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero_force_ds_cpu_optimizer: false\n",
+            "a top-level JSON key",
+        ),
+    ],
+    ok=[
+        Case(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero3_init_flag: true\n",
+            "an accelerate key",
+        ),
+        Case(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n",
+            "the JSON given as a file",
+        ),
+    ],
+)
+def kb015(c: Ctx) -> None:
+    ds = c.data.get("deepspeed_config")
+    if not isinstance(ds, dict):
+        return
+    for key in ds:
+        if c.reg.get(f"accelerate:yaml/deepspeed_config.{key}") is None and _ds_key(c.reg, key):
+            c.add(
+                f"deepspeed_config.{key}",
+                f"`{key}` is a DeepSpeed JSON key; accelerate does not pass it from the YAML to DeepSpeed, "
+                "so it is ignored.",
+                "put it in a DeepSpeed JSON and point `deepspeed_config_file` at it",
+                f"`{key}` 是 DeepSpeed JSON 里的 key；accelerate 不会把 YAML 里的它传给 DeepSpeed，写了会被忽略。",
+                "把它写进 DeepSpeed 的 JSON，再用 `deepspeed_config_file` 指向那个文件",
+            )
+
+
+@rule(
+    "KB016",
+    "ds-activation-checkpointing-with-hf",
+    "warning",
+    "hf-activation-checkpointing-vs-ds-section",
+    views=("deepspeed",),
+    summary="DeepSpeed `activation_checkpointing` section with HF models",
+    effect="configures deepspeed.checkpointing only",
+    bad=[Case(_ds({"activation_checkpointing": {"partition_activations": True}}), "the section")],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 3}}), "no section"),
+        Case("output_dir: out\nactivation_checkpointing: true\ndeepspeed:\n  zero_optimization: {stage: 3}\n"),
+    ],
+)
+def kb016(c: Ctx) -> None:
+    if "activation_checkpointing" in c.data:
+        c.add(
+            c.prefix + "activation_checkpointing",
+            "the `activation_checkpointing` section only configures deepspeed.checkpointing (Megatron-style code); "
+            "Hugging Face models never call it, so it saves nothing there.",
+            "use TrainingArguments `activation_checkpointing` / `model.activation_checkpointing_enable()` "
+            "(formerly `gradient_checkpointing`)",
+            "`activation_checkpointing` 这个 section 只配置 deepspeed.checkpointing（Megatron 风格的代码）；"
+            "Hugging Face 模型根本不会调用它，所以在 HF 模型上一点显存都省不了。",
+            "用 TrainingArguments 的 `activation_checkpointing` / `model.activation_checkpointing_enable()`"
+            "（以前叫 `gradient_checkpointing`）",
+        )
+
+
+@rule(
+    "KB017",
+    "partial-offload-below-stage3",
+    "error",
+    "offload-param-ignored-below-stage3",
+    views=("deepspeed",),
+    summary="`offload_optimizer.ratio` < 1 below stage 3",
+    effect="ValidationError",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}})),
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}}), "stage 3"),
+        Case(_ds({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 1.0}}}), "ratio 1"),
+    ],
+    validity=True,
+)
+def kb017(c: Ctx) -> None:
+    for blk, b, _dev in c.offload():
+        ratio = b.get("ratio")
+        if blk != "offload_optimizer" or not isinstance(ratio, (int, float)) or isinstance(ratio, bool):
+            continue
+        if ratio < 1 and c.stage < 3:
+            c.add(
+                c.prefix + "zero_optimization.offload_optimizer.ratio",
+                f"partial offload (ratio {ratio}) needs ZeRO-3: DeepSpeed raises ValidationError "
+                "(Partial offloading only supported for ZeRO Stage 3).",
+                "set ratio 1.0 or use stage 3",
+                f"部分 offload（ratio {ratio}）只有 ZeRO-3 支持：DeepSpeed 会直接报 ValidationError"
+                "（Partial offloading only supported for ZeRO Stage 3）。",
+                "ratio 设成 1.0，或者改用 stage 3",
+            )
+
+
+@rule(
+    "KB018",
+    "deprecated-and-replacement-together",
+    "error",
+    "deprecated-cpu-offload-keys",
+    views=("deepspeed",),
+    summary="deprecated key and its replacement together (`cpu_offload` + `offload_optimizer`)",
+    effect="AssertionError",
+    bad=[
+        Case(
+            _ds({"zero_optimization": {"stage": 2, "cpu_offload": True, "offload_optimizer": {"device": "cpu"}}}),
+            "cpu_offload + offload_optimizer",
+        )
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 2, "cpu_offload": True}}), "deprecated alone (KB003)"),
+        Case(
+            _ds(
+                {
+                    "zero_optimization": {
+                        "stage": 3,
+                        "cpu_offload_use_pin_memory": True,
+                        "offload_optimizer": {"device": "cpu"},
+                    }
+                }
+            ),
+            "a no-op beside the block it names",
+        ),
+    ],
+    validity=True,
+)
+def kb018(c: Ctx) -> None:
+    for v in c.keys:
+        if v.status != "deprecated" or v.rec is None:
+            continue
+        repl = v.rec.get("replacement")
+        if repl and not v.rec.get("noop") and repl in v.siblings:
+            c.add(
+                v.shown,
+                f"`{v.path}` and its replacement `{repl}` are both set: DeepSpeed raises AssertionError "
+                "(Cannot provide deprecated parameter and replacing parameter together).",
+                f"delete `{v.rec['name']}`",
+                f"`{v.path}` 和替代它的 `{repl}` 同时设置了：DeepSpeed 会直接报 AssertionError"
+                "（Cannot provide deprecated parameter and replacing parameter together）。",
+                f"删掉 `{v.rec['name']}`",
+            )
+
+
+@rule(
+    "KB019",
+    "coerced-value",
+    "info",
+    None,
+    views=("deepspeed",),
+    summary='value accepted after conversion (`"3"` -> 3), or an alias spelling',
+    effect="accepted",
+    bad=[
+        Case(_ds({"zero_optimization": {"stage": "3"}}), "a string stage"),
+        Case(_ds({"zero_optimization": {"stage": 3, "prefetch_bucket_size": 1000}}), "an alias"),
+    ],
+    ok=[
+        Case(_ds({"zero_optimization": {"stage": 3}}), "an int"),
+        Case(_ds({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 1000}}), "the canonical name"),
+    ],
+)
+def kb019(c: Ctx) -> None:
+    for v in c.keys:
+        if v.rec is None:
+            continue
+        if v.status == "alias":
+            leaf = v.rec["path"].rsplit(".", 1)[-1]
+            c.add(
+                v.shown,
+                f"`{v.path}` is accepted as an alias of `{v.rec['path']}`.",
+                f"write `{leaf}`",
+                f"`{v.path}` 会被当作 `{v.rec['path']}` 的别名接受。",
+                f"改写成 `{leaf}`",
+            )
+        if v.value_check is not None and v.value_check[0] is None:
+            coerced = v.value_check[1]
+            if coerced is not None and coerced != v.value:
+                c.add(
+                    v.shown,
+                    f"`{v.rec['path']}` = {v.value!r} is accepted and converted to {coerced!r}.",
+                    f"write {json_literal(coerced)}",
+                    f"`{v.rec['path']}` = {v.value!r} 能通过校验，会被转换成 {coerced!r}。",
+                    f"直接写 {json_literal(coerced)}",
                 )
+
+
+@rule(
+    "KB020",
+    "nvme-below-stage3",
+    "warning",
+    "nvme-offload-setup",
+    views=("deepspeed",),
+    summary="NVMe optimizer offload at stage 1/2",
+    effect="behaves as CPU offload",
+    bad=[
+        Case(
+            _ds({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}),
+            "stage 2",
+        )
+    ],
+    ok=[
+        Case(
+            _ds({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}),
+            "stage 3",
+        ),
+        Case(_ds({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}), "cpu at stage 2"),
+    ],
+)
+def kb020(c: Ctx) -> None:
+    for blk, _b, dev in c.offload():
+        if blk == "offload_optimizer" and dev == "nvme" and c.stage in (1, 2):
+            c.add(
+                c.prefix + "zero_optimization.offload_optimizer.device",
+                f'at stage {c.stage}, "nvme" optimizer offload behaves as CPU offload (ZeRO-1/2 have no NVMe path).',
+                "use stage 3 for NVMe offload",
+                f'stage {c.stage} 下 "nvme" 的 optimizer offload 实际上就是 CPU offload（ZeRO-1/2 没有 NVMe 这条路径）。',
+                "要 offload 到 NVMe 请用 stage 3",
+            )
+
+
+@rule(
+    "KB021",
+    "unknown-flag",
+    "warning",
+    None,
+    views=("launch",),
+    summary="flag unknown to the `deepspeed` / `accelerate launch` launcher",
+    effect='the launcher exits: argparse "unrecognized arguments" (an unambiguous prefix of a real flag is accepted)',
+    bad=[
+        Case("deepspeed --num_gpus 2 --master_prot 29501 train.py", "typo in a deepspeed flag"),
+        Case("accelerate launch --num_processes 2 --mixed_precisionn bf16 train.py", "typo in an accelerate flag"),
+    ],
+    ok=[
+        Case("deepspeed --num_gpus 2 --master_port 29501 train.py --master_prot 1", "after the script: its own"),
+        Case("accelerate launch --num_processes 2 --mixed_precision bf16 train.py", "real flags"),
+    ],
+)
+def kb021(c: Ctx) -> None:
+    cli = {"deepspeed": "deepspeed", "accelerate launch": "accelerate launch"}.get(c.data["launcher"])
+    if not cli:
+        return
+    for flag in c.data["launcher_args"]:
+        if c.reg.get(f"{cli.split()[0]}:cli/{cli}/--{flag}") is None:
+            c.add(
+                f"launcher_args.{flag}",
+                f"`--{flag}` is not a `{cli}` option.",
+                f"check `{cli} --help`",
+                f"`--{flag}` 不是 `{cli}` 的参数。",
+                f"看一下 `{cli} --help`",
+            )
+
+
+# ---------------------------------------------------------------- running the rules
+
+
+def _views(cfg: ParsedConfig) -> list[tuple[str, dict[str, Any], str, bool]]:
+    """(view, data, prefix, filled by the HF Trainer) for each part of the config rules read, in order."""
+    if cfg.kind in ("accelerate", "launch"):
+        return [(cfg.kind, cfg.data, "", False)]
+    out = [("training_args", cfg.data, "", False)] if cfg.kind == "training_args" else []
+    ds, prefix = deepspeed_block(cfg)  # a DeepSpeed file (or one we cannot tell), or TrainingArguments' `deepspeed:`
+    if ds is not None:
+        out.append(("deepspeed", ds, prefix, cfg.kind == "training_args"))  # the HF Trainer fills its "auto" keys
+    return out
 
 
 def lint_config(
@@ -497,18 +1259,41 @@ def lint_config(
     registry: Registry,
     world_size: int | None = None,
     model_params: float | None = None,
-    gpu_mem_gib: float = 80.0,
+    gpu_mem_gib: float = DEFAULT_GPU_MEM_GIB,
 ) -> list[Finding]:
-    """All findings for one parsed config, in file order."""
-    lt = _Linter(cfg, registry, world_size, model_params, gpu_mem_gib)
-    {
-        "deepspeed": lt.deepspeed,
-        "accelerate": lt.accelerate,
-        "training_args": lt.training_args,
-        "launch": lt.launch,
-    }.get(cfg.kind, lt.deepspeed)(cfg.data)
-    order = {"error": 0, "warning": 1, "info": 2}
-    return sorted(lt.out, key=lambda f: (f.line or 0, order[f.severity], f.path))
+    """All findings for one parsed config, in file order: line, then severity, then path (then code)."""
+    out: list[Finding] = []
+    for view, data, prefix, hf in _views(cfg):
+        ctx = Ctx(cfg, registry, view, data, prefix, hf, world_size, model_params, gpu_mem_gib, out)
+        for code in sorted(RULES):
+            if view in RULES[code].views:
+                ctx.code = code
+                RULES[code].check(ctx)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(out, key=lambda f: (f.line or 0, order[f.severity], f.path, f.code))
+
+
+# ---------------------------------------------------------------- the docs table
+
+
+RULES_BEGIN = "<!-- rules:begin (generated from kb.lint.RULES by `python -m kb.lint`; do not edit) -->"
+RULES_END = "<!-- rules:end -->"
+
+
+def rules_markdown() -> str:
+    """The rule table of docs/lint.md, generated from RULES."""
+    rows = [
+        "| code | severity | name | rule | what DeepSpeed (or accelerate) does | applies to | entry |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for code in sorted(RULES):
+        r = RULES[code]
+        effect = r.effect + (" (proven in `tests/test_lint_oracle.py`)" if r.validity else "")
+        entry = f"`{r.entry}`" if r.entry else ""
+        rows.append(
+            f"| {r.code} | {r.severity} | `{r.name}` | {r.summary} | {effect} | {', '.join(r.kinds)} | {entry} |"
+        )
+    return "\n".join(rows)
 
 
 # ---------------------------------------------------------------- value checks (pydantic, as DeepSpeed does)
@@ -552,10 +1337,12 @@ def check_value(rec: dict, value: Any) -> tuple[str | None, Any]:
 
 
 def json_literal(v: Any) -> str:
-    import json
-
     return json.dumps(v)
 
 
 def _truthy(v: Any) -> bool:
     return v is True or (isinstance(v, str) and v.lower() in ("true", "yes", "1"))
+
+
+if __name__ == "__main__":
+    print(rules_markdown())

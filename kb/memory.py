@@ -11,7 +11,8 @@ Every term is documented in docs/memory.md with its source:
   stored (34*s*b*h); with activation checkpointing each layer keeps its 16-bit input (2*s*b*h) and
   one layer is recomputed at a time; plus the logits (16-bit, the fp32 upcast of the loss and its
   gradient);
-- ZeRO buffers from the config defaults (bucket and prefetch sizes, in elements);
+- ZeRO buffers from the config defaults (bucket and prefetch sizes, in elements), read from the
+  parameter registry (``registry_default``), never typed here;
 - a stated allocator / CUDA-context overhead for the fit verdict.
 
 Parameter counts of presets are computed from the published shapes (tests check them against
@@ -22,12 +23,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kb.registry import Registry
 
 GiB = 2**30
 DEFAULT_GPU_MEM_GIB = 80.0  # the card kb assumes when the user does not say (A100/H100 80 GB)
-ABF = 1.5  # DeepSpeed estimators' additional_buffer_factor (CPU side only)
 PROCESS_BASELINE_GIB = 3.0  # host RSS of a CUDA + PyTorch + DeepSpeed process before model states (measured 2-3.5 GiB)
 CONTEXT_GIB = 1.0  # CUDA context + cuBLAS/NCCL workspaces, outside torch's allocator (stated, not derived)
 FRAGMENTATION = 0.10  # reserved over allocated, for the verdict (stated)
@@ -118,15 +122,47 @@ def shape_from_hf_config(path: Path) -> ModelShape:
         ) from None
 
 
+# ---------------------------------------------------------------- defaults, from the parameter registry
+
+
+def registry_default(rid: str, registry: Registry | None = None) -> Any:
+    """The default a DeepSpeed config key (``zero_optimization.reduce_bucket_size``) or estimator kwarg has,
+    as the registry records it (``data/registry/``, generated from the package), parsed from its JSON literal.
+
+    ``registry`` defaults to ``kb.registry.default_registry()``, loaded lazily once (importing kb.memory loads
+    nothing)."""
+    if registry is None:
+        from kb.registry import default_registry
+
+        registry = default_registry()
+    rec = registry.get(rid if ":" in rid else f"deepspeed:{rid}")
+    if rec is None or rec.get("default") in (None, ""):
+        raise KeyError(f"the registry records no default for {rid!r}")
+    return json.loads(rec["default"])
+
+
+ESTIMATORS = {
+    2: "runtime.zero.stage_1_and_2.estimate_zero2_model_states_mem_needs",
+    3: "runtime.zero.stage3.estimate_zero3_model_states_mem_needs",
+}
+
+
+@cache
+def additional_buffer_factor(formula: int) -> float:
+    """The estimators' ``additional_buffer_factor`` default (CPU side only), from the registry."""
+    return float(registry_default(f"{ESTIMATORS[formula]}.additional_buffer_factor"))
+
+
 # ---------------------------------------------------------------- DeepSpeed's estimators, exactly
 
 
 def ds_zero2(total_params: int, gpus_per_node: int, nodes: int, cpu_offload: bool) -> tuple[int, int]:
     """(cpu bytes, gpu bytes) as estimate_zero2_model_states_mem_needs computes them."""
     g = nodes * gpus_per_node
+    abf = additional_buffer_factor(2)
     if cpu_offload:
-        return int(total_params * max(4 * g, 16) * ABF), int(2 * total_params)
-    return int(total_params * 4 * gpus_per_node * ABF), int(2 * total_params + int(18 * total_params / g))
+        return int(total_params * max(4 * g, 16) * abf), int(2 * total_params)
+    return int(total_params * 4 * gpus_per_node * abf), int(2 * total_params + int(18 * total_params / g))
 
 
 def ds_zero3(
@@ -142,17 +178,81 @@ def ds_zero3(
     g = nodes * gpus_per_node
     gpus_factor = 1 / nodes
     layer = 4 * largest
+    abf = additional_buffer_factor(3)
     if cpu_offload:
         if cpu_offload_params:
             gpu = layer
-            cpu = total_params * (18 * gpus_factor if zero_init else max(4 * gpus_per_node, 18 * gpus_factor)) * ABF
+            cpu = total_params * (18 * gpus_factor if zero_init else max(4 * gpus_per_node, 18 * gpus_factor)) * abf
         else:
             gpu = layer + int(2 * total_params / g)
-            cpu = total_params * (16 * gpus_factor if zero_init else max(4 * gpus_per_node, 16 * gpus_factor)) * ABF
+            cpu = total_params * (16 * gpus_factor if zero_init else max(4 * gpus_per_node, 16 * gpus_factor)) * abf
     else:
         gpu = layer + int(18 * total_params / g)
-        cpu = largest * 4 * gpus_per_node * ABF if zero_init else total_params * 4 * gpus_per_node * ABF
+        cpu = largest * 4 * gpus_per_node * abf if zero_init else total_params * 4 * gpus_per_node * abf
     return int(cpu), int(gpu)
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Model-state bytes (16-bit weights and grads, fp32 master weights, Adam moments) of one setup.
+
+    DeepSpeed has estimators for ZeRO-2 and ZeRO-3 only; stages 0 and 1 are estimated with the ZeRO-2
+    formula (stage 0: on one GPU, as nothing is partitioned). ``basis`` says so in words: ``kb mem`` and
+    ``kb lint`` (KB014) both print it."""
+
+    stage: int
+    gpu_bytes: int  # per GPU
+    cpu_bytes: int  # per node, with the estimator's additional_buffer_factor
+    formula: int  # the DeepSpeed estimator used: 2 or 3
+
+    @property
+    def function(self) -> str:
+        return ESTIMATORS[self.formula].rsplit(".", 1)[-1]
+
+    @property
+    def basis(self) -> str:
+        if self.stage == self.formula:
+            return f"DeepSpeed's ZeRO-{self.stage} estimator {self.function}"
+        where = " on one GPU" if self.stage == 0 else ""
+        return (
+            f"DeepSpeed's ZeRO-2 formula {self.function}{where}; DeepSpeed has estimators for ZeRO-2 and ZeRO-3 "
+            f"only, so stage {self.stage} is estimated with the ZeRO-2 one"
+        )
+
+    @property
+    def basis_zh(self) -> str:
+        if self.stage == self.formula:
+            return f"按 DeepSpeed 自带的 ZeRO-{self.stage} estimator `{self.function}` 计算"
+        where = "、单卡" if self.stage == 0 else ""
+        return (
+            f"按 ZeRO-2 的公式 `{self.function}`{where}计算：DeepSpeed 只有 ZeRO-2 和 ZeRO-3 的 estimator，"
+            f"stage {self.stage} 就用 ZeRO-2 的公式估算"
+        )
+
+
+def model_states(
+    params: float, stage: int, offload: str = "none", gpus: int = 1, nodes: int = 1, largest: int = 0
+) -> ModelStates:
+    """Model states per GPU and per node: what ``estimate`` and lint's fit rule (KB014) both use.
+
+    ``offload`` is none | optimizer | optimizer+param (parameter offload only counts at stage 3, as in
+    DeepSpeed); ``largest`` is the largest layer's parameter count (0 when unknown: a lower bound at stage 3).
+    Stage 0 keeps every state on every GPU: the ZeRO-2 formula on one GPU, no offload, no host figure."""
+    off_opt = offload in ("optimizer", "optimizer+param")
+    if stage == 3:
+        cpu, gpu = ds_zero3(params, largest, gpus, nodes, off_opt, off_opt and offload == "optimizer+param")
+        return ModelStates(3, gpu, cpu, 3)
+    if stage in (1, 2):
+        cpu, gpu = ds_zero2(params, gpus, nodes, off_opt)
+        return ModelStates(stage, gpu, cpu, 2)
+    _, gpu = ds_zero2(params, 1, 1, False)
+    return ModelStates(0, gpu, 0, 2)
+
+
+def _elements(n: int) -> str:
+    """500000000 -> '5e8' (how bucket sizes are written in configs)."""
+    mantissa, exp = f"{n:e}".split("e")
+    return f"{float(mantissa):g}e{int(exp)}" if n >= 1000 else str(n)
 
 
 # ---------------------------------------------------------------- the full estimate
@@ -278,41 +378,27 @@ def estimate(s: Setup) -> Estimate:
             notes.append("ZeRO / offload terms are not applied to the LoRA estimate (the base is frozen)")
     else:
         off_opt = s.offload in ("optimizer", "optimizer+param")
-        off_par = s.offload == "optimizer+param"
-        if off_par and s.stage < 3:
+        if s.offload == "optimizer+param" and s.stage < 3:
             notes.append("offload_param only works at ZeRO stage 3; ignored (as DeepSpeed ignores it)")
-            off_par = False
-        if s.stage == 3:
-            cpu_b, gpu_b = ds_zero3(P, L, s.gpus, s.nodes, off_opt, off_par)
-            if not off_opt:
-                # the ZeRO-3 formula counts 18 bytes/param (grads, fp32 master, Adam) but not the 16-bit
-                # parameter partition itself, which zero.Init keeps on the GPU unless params are offloaded
-                gpu["16-bit parameter partition (not in DeepSpeed's ZeRO-3 formula)"] = 2 * P / s.world / GiB
+        ms = model_states(P, s.stage, s.offload, s.gpus, s.nodes, L)
+        cpu_b, gpu_b = ms.cpu_bytes, ms.gpu_bytes
+        if s.stage == 3 and not off_opt:
+            # the ZeRO-3 formula counts 18 bytes/param (grads, fp32 master, Adam) but not the 16-bit
+            # parameter partition itself, which zero.Init keeps on the GPU unless params are offloaded
+            gpu["16-bit parameter partition (not in DeepSpeed's ZeRO-3 formula)"] = 2 * P / s.world / GiB
+        if s.stage in (1, 2, 3):
             ds_est = {
                 "gpu_bytes": gpu_b,
                 "cpu_bytes": cpu_b,
                 "gpu_gib": gpu_b / GiB,
                 "cpu_gib": cpu_b / GiB,
-                "function": "estimate_zero3_model_states_mem_needs",
+                "function": ms.function,
             }
-        elif s.stage in (1, 2):
-            cpu_b, gpu_b = ds_zero2(P, s.gpus, s.nodes, off_opt)
-            ds_est = {
-                "gpu_bytes": gpu_b,
-                "cpu_bytes": cpu_b,
-                "gpu_gib": gpu_b / GiB,
-                "cpu_gib": cpu_b / GiB,
-                "function": "estimate_zero2_model_states_mem_needs",
-            }
-            if s.stage == 1:
-                notes.append(
-                    "ZeRO-1 is estimated with DeepSpeed's ZeRO-2 formula (no separate estimator exists); "
-                    "ZeRO-1 also keeps full 16-bit gradients, so this is a lower bound"
-                )
-        else:
-            gpu_b, cpu_b = 20 * P, 0
+        if s.stage == 1:
+            notes.append(f"{ms.basis}; ZeRO-1 also keeps full 16-bit gradients, so this is a lower bound")
+        elif s.stage == 0:
             notes.append(
-                "stage 0 (plain data parallel, mixed-precision Adam): 20 bytes/param, as the ZeRO-2 formula on 1 GPU"
+                f"stage 0 (plain data parallel, mixed-precision Adam): {gpu_b / P:.0f} bytes/param by {ms.basis}"
             )
         if s.precision == "fp32":
             notes.append(
@@ -320,15 +406,19 @@ def estimate(s: Setup) -> Estimate:
                 "every 2*P term would double"
             )
         gpu = {"model states (DeepSpeed estimator)": gpu_b / GiB, **gpu}
-        host["model states (DeepSpeed estimator, x1.5 buffer)"] = cpu_b / GiB
+        host[f"model states (DeepSpeed estimator, x{additional_buffer_factor(ms.formula):g} buffer)"] = cpu_b / GiB
         # ZeRO buffers at the config defaults (elements x 2 bytes, 16-bit gradients)
+        bucket = registry_default("zero_optimization.reduce_bucket_size")
         if s.stage == 3:
+            prefetch = registry_default("zero_optimization.stage3_prefetch_bucket_size")
             # contiguous_gradients (default on): one reduce_bucket_size buffer (stage3.py:779-784)
-            gpu["ZeRO-3 contiguous gradient buffer (reduce_bucket_size 5e8)"] = min(5e8, P) * 2 / GiB
-            gpu["ZeRO-3 prefetch (stage3_prefetch_bucket_size 5e7)"] = min(5e7, P) * 2 / GiB
+            gpu[f"ZeRO-3 contiguous gradient buffer (reduce_bucket_size {_elements(bucket)})"] = (
+                min(bucket, P) * 2 / GiB
+            )
+            gpu[f"ZeRO-3 prefetch (stage3_prefetch_bucket_size {_elements(prefetch)})"] = min(prefetch, P) * 2 / GiB
         elif s.stage in (1, 2):
             # the reduce bucket (two with overlap_comm, which defaults to off below stage 3)
-            gpu["ZeRO-1/2 reduce bucket (reduce_bucket_size 5e8)"] = min(5e8, P) * 2 / GiB
+            gpu[f"ZeRO-1/2 reduce bucket (reduce_bucket_size {_elements(bucket)})"] = min(bucket, P) * 2 / GiB
     acts, logits = activation_bytes(s)
     gpu["activations" + (" (checkpointed)" if s.activation_checkpointing else "")] = acts / GiB
     gpu["logits and loss"] = logits / GiB
@@ -336,7 +426,8 @@ def estimate(s: Setup) -> Estimate:
     gpu_needed = gpu_total * (1 + FRAGMENTATION) + CONTEXT_GIB
     host_total = sum(host.values())
     fits_gpu = gpu_needed <= s.gpu_mem_gib
-    host_min = host_total / ABF + PROCESS_BASELINE_GIB if host_total else 0.0  # without the 1.5 safety factor
+    abf = additional_buffer_factor(3 if s.stage == 3 else 2)
+    host_min = host_total / abf + PROCESS_BASELINE_GIB if host_total else 0.0  # without the 1.5 safety factor
     if s.cpu_mem_gib is None or not host_total:
         fits_host = None if s.cpu_mem_gib is None else True
         host_verdict = "unknown" if s.cpu_mem_gib is None else "fits"

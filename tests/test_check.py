@@ -1,13 +1,34 @@
-"""`kb check`: the shipped entries pass; broken ones fail with file, line and field."""
+"""`kb check`: the shipped entries pass; broken ones fail with file, line, field and a stable code.
+
+Every check is a unit (``kb.check.CHECKS``): its bad cases (mutations of a real valid entry) are
+reported with its code, its ok cases are clean, and docs/entry-format.md lists exactly its codes.
+"""
 
 import json
+import subprocess
+import sys
 
+import pytest
 from click.testing import CliRunner
 
+from kb.check import (
+    BASE_ENTRY,
+    CHECKS,
+    CHECKS_BEGIN,
+    CHECKS_END,
+    SCOPES,
+    Problem,
+    check_all,
+    checks_markdown,
+    write_case,
+)
 from kb.cli import main
 from tests.conftest import ROOT
 
 BROKEN = ROOT / "tests" / "fixtures" / "entries_broken"
+BASE_TEXT = (ROOT / "data" / "entries" / f"{BASE_ENTRY}.yaml").read_text(encoding="utf-8")
+BAD = [(code, i) for code, c in sorted(CHECKS.items()) for i in range(len(c.bad))]
+OK = [(code, i) for code, c in sorted(CHECKS.items()) for i in range(len(c.ok))]
 
 
 def run(*args):
@@ -25,14 +46,15 @@ def test_broken_entries_fail_with_file_line_field():
     res = run("check", "--entries", str(BROKEN), "--json")
     assert res.exit_code == 1
     problems = json.loads(res.output)
-    got = {(p["file"].rsplit("/", 1)[-1], p["line"], p["field"]) for p in problems}
-    assert ("bad-yaml.yaml", 7, "") in got  # YAML syntax error: the line of the problem
-    assert ("missing-zh.yaml", 3, "title.zh") in got  # a language missing
-    assert ("missing-zh.yaml", 4, "summary.zh") in got  # "zh" that is not Chinese
-    assert ("unknown-param.yaml", 13, "fixes.0.params.1") in got  # invented parameter id
-    assert ("unknown-param.yaml", 14, "fixes.0.snippet") in got  # invented key in a JSON snippet
-    assert ("unknown-param.yaml", 20, "myths.0.names.0") in got  # a "myth" name that is real
-    assert ("unknown-param.yaml", 23, "sources.0") in got  # code source past the end of the file
+    got = {(p["file"].rsplit("/", 1)[-1], p["line"], p["field"], p["code"]) for p in problems}
+    assert ("bad-yaml.yaml", 7, "", "CHK001") in got  # YAML syntax error: the line of the problem
+    assert ("missing-zh.yaml", 3, "title.zh", "CHK001") in got  # a language missing
+    assert ("missing-zh.yaml", 4, "summary.zh", "CHK001") in got  # "zh" that is not Chinese
+    assert ("unknown-param.yaml", 13, "fixes.0.params.1", "CHK003") in got  # invented parameter id
+    assert ("unknown-param.yaml", 14, "fixes.0.snippet", "CHK005") in got  # invented key in a JSON snippet
+    assert ("unknown-param.yaml", 20, "myths.0.names.0", "CHK006") in got  # a "myth" name that is real
+    assert ("unknown-param.yaml", 23, "sources.0", "CHK008") in got  # code source past the end of the file
+    assert all(set(p) == {"code", "file", "line", "field", "message"} for p in problems)
     by_field = {p["field"]: p["message"] for p in problems}
     assert "zero_optimization.offload_optimizer.nvme_path" in by_field["fixes.0.snippet"]
 
@@ -41,7 +63,7 @@ def test_human_output_names_file_and_line():
     res = run("check", "--entries", str(BROKEN))
     assert res.exit_code == 1
     assert (
-        "unknown-param.yaml:13: fixes.0.params.1: 'deepspeed:zero_force_opt_offload' is not in the registry"
+        "unknown-param.yaml:13: CHK003 fixes.0.params.1: 'deepspeed:zero_force_opt_offload' is not in the registry"
         in res.output
     )
 
@@ -57,9 +79,9 @@ def test_duplicate_ids_and_related(tmp_path):
     (tmp_path / "copy-entry.yaml").write_text(other)
     res = run("check", "--entries", str(tmp_path), "--json")
     assert res.exit_code == 1
-    msgs = [p["message"] for p in json.loads(res.output)]
-    assert any("already used" in m for m in msgs)
-    assert any("no entry with id 'no-such-entry'" in m for m in msgs)
+    msgs = {(p["code"], p["message"]) for p in json.loads(res.output)}
+    assert any(c == "CHK002" and "already used" in m for c, m in msgs)
+    assert ("CHK007", "no entry with id 'no-such-entry'") in msgs
 
 
 def test_schema_rejects_unknown_keys_and_few_queries(tmp_path):
@@ -69,7 +91,7 @@ def test_schema_rejects_unknown_keys_and_few_queries(tmp_path):
     res = run("check", "--entries", str(tmp_path), "--json")
     assert res.exit_code == 1
     p = json.loads(res.output)[0]
-    assert p["field"] == "severity" and p["line"] == 4 and "Extra inputs" in p["message"]
+    assert p["field"] == "severity" and p["line"] == 4 and "Extra inputs" in p["message"] and p["code"] == "CHK001"
 
 
 def test_empty_and_missing_folder(tmp_path):
@@ -93,3 +115,78 @@ def test_cjk_fold_spaces_removed():
     assert (
         unfold_cjk("切分到多张卡上。单卡的 时候\n  没有 offload 别的") == "切分到多张卡上。单卡的时候没有 offload 别的"
     )
+
+
+# ---------------------------------------------------------------- checks are units
+
+
+def test_codes_are_stable_and_contiguous():
+    assert sorted(CHECKS) == [f"CHK{i:03d}" for i in range(1, len(CHECKS) + 1)]
+    names = [c.name for c in CHECKS.values()]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("code", sorted(CHECKS))
+def test_check_metadata(code):
+    c = CHECKS[code]
+    assert c.scope in SCOPES and c.summary.strip() and "|" not in c.summary
+    assert c.run.__name__ == code.lower()  # the check's logic is the function named after its code
+    assert c.bad and c.ok, f"{code} needs at least one bad and one ok case"
+
+
+def _run_case(case, tmp_path, registry):
+    folder = write_case(case, tmp_path / "entries", BASE_TEXT)
+    return check_all(folder, registry)[1]
+
+
+@pytest.mark.parametrize("code,i", BAD, ids=[f"{c}-bad{i}" for c, i in BAD])
+def test_bad_case_is_reported(tmp_path, registry, code, i):
+    case = CHECKS[code].bad[i]
+    problems = _run_case(case, tmp_path, registry)
+    hits = [p for p in problems if p.code == code]
+    assert hits, f"{code} did not report bad case {case.note!r}: {[str(p) for p in problems]}"
+    for p in hits:
+        assert p.message and p.file.endswith(".yaml") and p.line and code in str(p)
+
+
+@pytest.mark.parametrize("code,i", OK, ids=[f"{c}-ok{i}" for c, i in OK])
+def test_ok_case_is_clean(tmp_path, registry, code, i):
+    case = CHECKS[code].ok[i]
+    problems = _run_case(case, tmp_path, registry)
+    assert problems == [], f"{code} ok case {case.note!r}: {[str(p) for p in problems]}"
+
+
+def test_cases_edit_text_that_exists(tmp_path):
+    for c in CHECKS.values():
+        for case in c.bad + c.ok:
+            write_case(case, tmp_path / c.code / case.note.replace(" ", "_").replace('"', ""), BASE_TEXT)
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        from kb.check import EntryCase
+
+        write_case(EntryCase("nothing", (("no such text", "x"),)), tmp_path / "none", BASE_TEXT)
+
+
+def test_problem_str_and_json_carry_the_code():
+    from kb.check import problems_json
+
+    p = Problem("CHK007", "data/entries/x.yaml", 3, "related.0", "no entry with id 'y'")
+    assert str(p) == "data/entries/x.yaml:3: CHK007 related.0: no entry with id 'y'"
+    assert str(Problem("CHK001", "x.yaml", None, "", "file is empty")) == "x.yaml: CHK001 file is empty"
+    assert json.loads(problems_json([p])) == [
+        {
+            "code": "CHK007",
+            "file": "data/entries/x.yaml",
+            "line": 3,
+            "field": "related.0",
+            "message": "no entry with id 'y'",
+        }
+    ]
+
+
+def test_every_check_code_is_documented():
+    doc = (ROOT / "docs" / "entry-format.md").read_text(encoding="utf-8")
+    assert doc.count(CHECKS_BEGIN) == 1 and doc.count(CHECKS_END) == 1
+    table = doc.split(CHECKS_BEGIN, 1)[1].split(CHECKS_END, 1)[0].strip("\n")
+    assert table == checks_markdown(), "docs/entry-format.md check table is stale: paste `python -m kb.check`"
+    out = subprocess.run([sys.executable, "-m", "kb.check"], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == checks_markdown()

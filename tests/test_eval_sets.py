@@ -34,8 +34,9 @@ def test_dev_set(engine):
 def test_cli_eval_json(cli_env):
     r = CliRunner().invoke(main, ["eval", str(EVAL / "heldout.yaml"), "--json"])
     assert r.exit_code == 0, r.output
-    rep = json.loads(r.output)
+    rep = json.loads(r.stdout)
     assert set(rep["by_lang"]) == {"en", "zh"} and rep["by_lang"]["en"]["n"] > 10
+    assert "evaluating:" in r.stderr  # progress on a pipe too
     r = CliRunner().invoke(main, ["eval"])
     assert r.exit_code == 2
 

@@ -41,7 +41,17 @@ def test_seed_style_config(registry):
     assert ("KB016", "activation_checkpointing") in f
     assert ("KB005", "activation_checkpointing.partitioned_activations") in f
     for x in out["findings"]:
-        assert set(x) == {"code", "severity", "path", "line", "message", "suggestion", "entry"}
+        assert set(x) == {
+            "code",
+            "severity",
+            "path",
+            "line",
+            "message",
+            "suggestion",
+            "entry",
+            "message_zh",
+            "suggestion_zh",
+        }
 
 
 def test_hf_auto_zero2():
@@ -130,9 +140,9 @@ def test_every_rule_is_documented_and_linked():
     from kb.entries import load_entries
 
     ids = {le.entry.id for le in load_entries(ROOT / "data" / "entries")}
-    for code, (sev, name, entry) in RULES.items():
-        assert sev in ("error", "warning", "info") and name
-        assert entry is None or entry in ids, (code, entry)
+    for code, r in RULES.items():
+        assert r.code == code and r.severity in ("error", "warning", "info") and r.name
+        assert r.entry is None or r.entry in ids, (code, r.entry)
 
 
 # ---------------------------------------------------------------- factcheck
@@ -186,7 +196,7 @@ def test_factcheck_cli_json(tmp_path):
     )
     assert names["zero_optimization.nvme_path"]["verdict"] == "misplaced"
     assert names["overlap_comm"]["verdict"] == "valid" and names["overlap_comm"]["registry_id"].endswith("overlap_comm")
-    assert set(names["overlap_comm"]) == {"name", "verdict", "registry_id", "suggestions", "line"}
+    assert set(names["overlap_comm"]) == {"name", "verdict", "registry_id", "suggestions", "line", "message"}
 
 
 # ---------------------------------------------------------------- into answers
@@ -194,7 +204,7 @@ def test_factcheck_cli_json(tmp_path):
 
 def test_ask_with_config_puts_findings_first(engine):
     cfg = (FIX / "seed_ds_config.json").read_text()
-    ans = engine.ask("zero3 oom first step", config_text=cfg)
+    ans = engine.ask("zero3 oom first step", config_text=cfg).to_dict()
     codes = {f["code"] for f in ans["findings"]}
     assert {"KB002", "KB009"} <= codes
     top = [r["id"] for r in ans["results"]]
@@ -202,9 +212,24 @@ def test_ask_with_config_puts_findings_first(engine):
 
 
 def test_ask_notes_carry_factcheck_verdicts(engine):
-    ans = engine.ask("is overlap_comm or zero_force_opt_offload the reason?")
+    ans = engine.ask("is overlap_comm or zero_force_opt_offload the reason?").to_dict()
     v = {n["name"]: n["verdict"] for n in ans["notes"]}
     assert v == {"overlap_comm": "valid", "zero_force_opt_offload": "does-not-exist"}
+
+
+def test_findings_follow_the_answer_language(fake_engine, registry):
+    """kb answers in Chinese when asked in Chinese, and the config findings inside come in Chinese too."""
+    from kb.lang import has_cjk
+
+    cfg = (FIX / "seed_ds_config.json").read_text()
+    zh = fake_engine.ask("ZeRO-3 第一步就 OOM", config_text=cfg).to_dict()
+    en = fake_engine.ask("zero3 oom first step", config_text=cfg).to_dict()
+    assert zh["lang"] == "zh" and en["lang"] == "en" and len(zh["findings"]) == len(en["findings"]) > 5
+    lint = lint_config(parse_config(cfg), registry)
+    assert [f["message"] for f in zh["findings"]] == [f.message_zh for f in lint]
+    assert [f["message"] for f in en["findings"]] == [f.message for f in lint]
+    assert all(has_cjk(f["message"]) for f in zh["findings"])
+    assert all(f["suggestion"] is None or has_cjk(f["suggestion"]) for f in zh["findings"])
 
 
 # ---------------------------------------------------------------- fuzzing: no input crashes lint or factcheck

@@ -2,6 +2,8 @@
 
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -199,12 +201,95 @@ def test_measured_runs_agree_with_the_estimates():
     assert errs and max(errs) < 0.16 and sum(e <= 0.15 for e in errs) >= len(errs) - 1
 
 
-def test_ask_with_config_and_model_size_carries_memory(engine):
+def test_ask_with_config_and_model_size_carries_memory(fake_engine):
     cfg = '{"zero_optimization": {"stage": 3}, "bf16": {"enabled": true}, "train_micro_batch_size_per_gpu": 1}'
-    ans = engine.ask("llama2-7b on one gpu with zero3 runs out of memory", config_text=cfg)
+    ans = fake_engine.ask("llama2-7b on one gpu with zero3 runs out of memory", config_text=cfg).to_dict()
     m = ans["memory"]
     assert m["model"] == "llama2-7b" and not m["fits_gpu"]
-    assert m["deepspeed_estimator"]["gpu_gib"] == pytest.approx(113.45, abs=0.01)
-    ans = engine.ask("7b 8卡 zero3 爆显存", config_text=cfg)
+    assert m["deepspeed_estimator_gib"] == pytest.approx(113.45, abs=0.01)
+    ans = fake_engine.ask("7b 8卡 zero3 爆显存", config_text=cfg).to_dict()
     assert ans["memory"]["model"] == "7B" and ans["memory"]["fits_gpu"]  # 8 GPUs: partitioned
-    assert "memory" not in engine.ask("zero3 out of memory", config_text=cfg)  # no model size: no guess
+    assert fake_engine.ask("zero3 out of memory", config_text=cfg).memory is None  # no model size: no guess
+
+
+# ---------------------------------------------------------------- one home per fact: kb.memory, the registry
+
+
+@pytest.mark.parametrize("params", [7e9, 13e9, 3e9, 6_738_415_616])
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_lint_fit_rule_uses_the_memory_figure(registry, params, stage):
+    """KB014 fires exactly above kb.memory's model-state figure, and says the same number and basis."""
+    from kb.configs import parse_config
+    from kb.lint import lint_config
+    from kb.memory import model_states
+
+    ms = model_states(params, stage)
+    need = ms.gpu_bytes / 2**30
+    cfg = parse_config(json.dumps({"zero_optimization": {"stage": stage}}))
+    below = lint_config(cfg, registry, world_size=1, model_params=params, gpu_mem_gib=need * 0.999)
+    above = lint_config(cfg, registry, world_size=1, model_params=params, gpu_mem_gib=need * 1.001)
+    fit = [f for f in below if f.code == "KB014"]
+    assert len(fit) == 1 and not [f for f in above if f.code == "KB014"]
+    assert f"at least {need:.0f} GiB" in fit[0].message and ms.basis in fit[0].message
+    assert f"{ms.gpu_bytes / params:.0f} bytes/param" in fit[0].message
+    assert ms.basis_zh in fit[0].message_zh
+    # kb mem prints the same figure for the same setup (largest layer unknown: 0)
+    e = estimate(Setup(params=int(params), gpus=1, stage=stage, offload="none"))
+    assert e.gpu["model states (DeepSpeed estimator)"] == round(ms.gpu_bytes / 2**30, 3)
+    if stage in (0, 1):
+        assert any(ms.basis in n for n in e.notes)  # the same honest wording in both places
+
+
+def test_stage_0_and_1_use_the_zero2_formula_and_say_so():
+    from kb.memory import model_states
+
+    for stage in (0, 1):
+        ms = model_states(7e9, stage)
+        assert ms.formula == 2 and ms.function == "estimate_zero2_model_states_mem_needs"
+        assert ms.gpu_bytes == ds_zero2(7e9, 1, 1, False)[1] == 20 * 7e9
+        assert "estimators for ZeRO-2 and ZeRO-3 only" in ms.basis and f"stage {stage}" in ms.basis
+    assert "DeepSpeed's ZeRO-3 estimator" in model_states(7e9, 3).basis
+    assert model_states(7e9, 0, gpus=8).gpu_bytes == model_states(7e9, 0).gpu_bytes  # nothing partitioned
+
+
+def test_defaults_come_from_the_registry(registry):
+    from kb.configs import parse_config
+    from kb.lint import lint_config
+    from kb.memory import additional_buffer_factor, registry_default
+
+    rec = {
+        k: json.loads(registry.get(f"deepspeed:zero_optimization.{k}")["default"])
+        for k in ("reduce_bucket_size", "stage3_prefetch_bucket_size")
+    }
+    assert registry_default("zero_optimization.reduce_bucket_size") == rec["reduce_bucket_size"]
+    for formula, fn in ((2, "stage_1_and_2.estimate_zero2"), (3, "stage3.estimate_zero3")):
+        r = registry.get(f"deepspeed:runtime.zero.{fn}_model_states_mem_needs.additional_buffer_factor")
+        assert additional_buffer_factor(formula) == json.loads(r["default"])
+    P = PRESETS["llama2-7b"].params()
+    e3 = estimate(Setup(shape=PRESETS["llama2-7b"], stage=3))
+    grad = [v for k, v in e3.gpu.items() if k.startswith("ZeRO-3 contiguous gradient buffer")]
+    pre = [v for k, v in e3.gpu.items() if k.startswith("ZeRO-3 prefetch")]
+    assert grad == [round(min(rec["reduce_bucket_size"], P) * 2 / 2**30, 3)]
+    assert pre == [round(min(rec["stage3_prefetch_bucket_size"], P) * 2 / 2**30, 3)]
+    e2 = estimate(Setup(shape=PRESETS["llama2-7b"], stage=2))
+    assert [v for k, v in e2.gpu.items() if k.startswith("ZeRO-1/2 reduce bucket")] == grad
+    # lint's bucket rule reads the same default when the config does not set it
+    cfg = parse_config('{"zero_optimization": {"stage": 2, "overlap_comm": true}}')
+    (f,) = [f for f in lint_config(cfg, registry) if f.code == "KB013"]
+    assert f"reduce_bucket_size={rec['reduce_bucket_size']:,}" in f.message
+
+
+def test_default_card_is_one_constant():
+    import inspect
+
+    from kb.lint import Case, lint_config
+    from kb.memory import DEFAULT_GPU_MEM_GIB
+
+    assert inspect.signature(lint_config).parameters["gpu_mem_gib"].default == DEFAULT_GPU_MEM_GIB
+    assert Case("{}").gpu_mem_gib == DEFAULT_GPU_MEM_GIB == Setup().gpu_mem_gib
+
+
+def test_import_memory_loads_no_yaml_or_pydantic():
+    code = "import sys, kb.memory; print(any(m.split('.')[0] in ('yaml', 'pydantic') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -190,3 +190,26 @@ def lookup(name: str, lk: dict[str, Any]) -> str:
     if lk["suggestions"]:
         out.append(f"  did you mean: {', '.join(lk['suggestions'])}")
     return _lines(*out)
+
+
+# ---------------------------------------------------------------- bots
+
+
+def missing_tokens(platform: str, names: list[str]) -> str:
+    return f"cannot start the {platform} bot: set {' and '.join(names)} in the environment (see docs/{platform}.md)"
+
+
+def gaps(rep: dict[str, Any]) -> str:
+    if not rep["groups"]:
+        return _lines("no unanswered, low-score or down-voted questions" + (" in that period" if rep["since"] else ""))
+    out = [f"{rep['questions']} question(s) in {len(rep['groups'])} group(s)"]
+    for i, g in enumerate(rep["groups"], 1):
+        why = ", ".join(f"{k} {v}" for k, v in g["why"].items())
+        out.append(f"{i}. {g['count']} question(s) ({why})")
+        for lang in ("en", "zh"):
+            out += [f"     {lang}: {q}" for q in g["examples"].get(lang, [])]
+        if g["closest_entries"]:
+            out.append(f"     closest entries: {', '.join(g['closest_entries'])}")
+        if g["downvote_reasons"]:
+            out.append("     down-vote reasons: " + ", ".join(f"{k} {v}" for k, v in g["downvote_reasons"].items()))
+    return _lines(*out)

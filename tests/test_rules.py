@@ -1,0 +1,94 @@
+"""Every lint rule is a unit: metadata, its own bad cases (must fire) and ok cases (must not), both languages.
+
+The cases live with the rules (``kb.lint.RULES``); this file runs them. docs/lint.md's rule table is
+generated from the same registry and must be exactly what ``kb.lint.rules_markdown()`` prints.
+"""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from kb.configs import parse_config
+from kb.lang import has_cjk
+from kb.lint import RULES, RULES_BEGIN, RULES_END, SEVERITIES, VIEWS, rules_markdown
+from tests.conftest import ROOT
+
+BAD = [(code, i) for code, r in sorted(RULES.items()) for i in range(len(r.bad))]
+OK = [(code, i) for code, r in sorted(RULES.items()) for i in range(len(r.ok))]
+
+
+def between(text: str, begin: str, end: str) -> str:
+    assert text.count(begin) == 1 and text.count(end) == 1, "markers missing or repeated"
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def test_codes_are_stable_and_contiguous():
+    assert sorted(RULES) == [f"KB{i:03d}" for i in range(1, 22)]
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_metadata(code):
+    r = RULES[code]
+    assert r.severity in SEVERITIES and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.name)
+    assert r.summary.strip() and r.effect.strip() and "|" not in r.summary + r.effect  # one table cell each
+    assert r.views and set(r.views) <= set(VIEWS) and set(r.kinds) >= set(r.views)
+    assert r.check.__name__ == code.lower()  # the rule's logic is the function named after its code
+    assert r.bad and r.ok, f"{code} needs at least one bad and one ok case"
+    assert not r.validity or r.severity == "error"
+
+
+def test_rule_names_are_unique():
+    names = [r.name for r in RULES.values()]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("code,i", BAD, ids=[f"{c}-bad{i}" for c, i in BAD])
+def test_bad_case_fires(registry, code, i):
+    r = RULES[code]
+    case = r.bad[i]
+    kind = parse_config(case.config).kind
+    assert (kind if kind != "unknown" else "deepspeed") in r.kinds, "a config kind the rule does not apply to"
+    hits = [f for f in case.lint(registry) if f.code == code]
+    assert hits, f"{code} bad case {case.note!r} did not fire"
+    for f in hits:
+        assert f.severity == r.severity and f.message
+
+
+@pytest.mark.parametrize("code,i", OK, ids=[f"{c}-ok{i}" for c, i in OK])
+def test_ok_case_does_not_fire(registry, code, i):
+    case = RULES[code].ok[i]
+    assert code not in {f.code for f in case.lint(registry)}, f"{code} fired on ok case {case.note!r}"
+
+
+@pytest.mark.parametrize("code,i", BAD, ids=[f"{c}-bad{i}" for c, i in BAD])
+def test_bad_case_findings_in_both_languages(registry, code, i):
+    for f in RULES[code].bad[i].lint(registry):
+        assert f.message and not has_cjk(f.message), f
+        assert has_cjk(f.message_zh), f
+        assert (f.suggestion is None) == (f.suggestion_zh is None), f
+        if f.suggestion is not None:
+            assert f.suggestion and has_cjk(f.suggestion_zh) and not has_cjk(f.suggestion), f
+        d = f.to_dict()
+        assert d["message_zh"] == f.message_zh and d["suggestion_zh"] == f.suggestion_zh
+        assert f.text("zh") == (f.message_zh, f.suggestion_zh) and f.text("en") == (f.message, f.suggestion)
+
+
+def test_findings_link_real_entries(registry, entries):
+    ids = {le.entry.id for le in entries}
+    linked = {f.entry for r in RULES.values() for case in r.bad + r.ok for f in case.lint(registry)}
+    assert linked - {None} <= ids, linked - {None} - ids
+
+
+def test_every_code_is_documented():
+    doc = (ROOT / "docs" / "lint.md").read_text(encoding="utf-8")
+    table = between(doc, RULES_BEGIN, RULES_END)
+    assert table == rules_markdown(), "docs/lint.md rule table is stale: paste `python -m kb.lint` between the markers"
+    for code, r in RULES.items():
+        assert f"| {code} | {r.severity} | `{r.name}` |" in table
+
+
+def test_module_prints_the_table():
+    out = subprocess.run([sys.executable, "-m", "kb.lint"], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == rules_markdown()
