@@ -193,9 +193,17 @@ class Engine:
             host=[_term(label, gib, lang) for label, gib in e.host.items()],
             host_total_gib=e.host_total_gib,
             deepspeed_estimator_gib=round(ds["gpu_gib"], 3) if ds else None,
-            changes=[C.MemoryChange(c["change"], c["cost"], c["gpu_needed_gib"], c["host_total_gib"]) for c in e.changes],
+            changes=[
+                C.MemoryChange(
+                    c["change_zh"] if lang == "zh" else c["change"],
+                    c["cost_zh"] if lang == "zh" else c["cost"],
+                    c["gpu_needed_gib"],
+                    c["host_total_gib"],
+                )
+                for c in e.changes
+            ],
             assumptions=assumptions,
-            notes=list(e.notes),
+            notes=list(e.notes_zh if lang == "zh" else e.notes),
         )
 
     def _name_notes(self, query: str, lang: str) -> tuple[list[C.Note], list[str]]:

@@ -305,7 +305,8 @@ class Estimate:
     host_verdict: str = "unknown"  # fits | tight | does not fit | unknown
     host_min_gib: float = 0.0
     notes: list[str] = field(default_factory=list)
-    changes: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)  # {change, cost, change_zh, cost_zh, gpu_needed_gib, ...}
+    notes_zh: list[str] = field(default_factory=list)  # the same notes in Chinese (kb ask answers in the query's language)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -354,6 +355,12 @@ def estimate(s: Setup) -> Estimate:
     shape = s.shape
     L = shape.largest_layer() if shape else 0
     notes: list[str] = []
+    notes_zh: list[str] = []
+
+    def note(en: str, zh: str) -> None:
+        notes.append(en)
+        notes_zh.append(zh)
+
     gpu: dict[str, float] = {}
     host: dict[str, float] = {}
     ds_est = None
@@ -366,20 +373,27 @@ def estimate(s: Setup) -> Estimate:
         if s.qlora:
             emb = shape.vocab * shape.hidden * (1 if shape.tie_embeddings else 2)
             base = (P - emb) * (0.5 + 4 / 64) + emb * 2
-            notes.append(
+            note(
                 "QLoRA: NF4 linear weights 0.5 byte/param + an fp32 absmax per 64 weights; embeddings and "
-                "lm_head stay 16-bit"
+                "lm_head stay 16-bit",
+                "QLoRA：线性层权重按 NF4 每个参数 0.5 字节，另外每 64 个权重一个 fp32 absmax；embedding 和 lm_head 仍是 16 位",
             )
         else:
             base = P * bytes_param
         gpu["frozen base weights"] = base / GiB
         gpu["adapter weights + grads + Adam states"] = trainable * 16 / GiB
         if s.stage or s.offload != "none":
-            notes.append("ZeRO / offload terms are not applied to the LoRA estimate (the base is frozen)")
+            note(
+                "ZeRO / offload terms are not applied to the LoRA estimate (the base is frozen)",
+                "LoRA 估算不计 ZeRO / offload 项（基座权重是冻结的）",
+            )
     else:
         off_opt = s.offload in ("optimizer", "optimizer+param")
         if s.offload == "optimizer+param" and s.stage < 3:
-            notes.append("offload_param only works at ZeRO stage 3; ignored (as DeepSpeed ignores it)")
+            note(
+                "offload_param only works at ZeRO stage 3; ignored (as DeepSpeed ignores it)",
+                "offload_param 只在 ZeRO stage 3 起作用；这里忽略（DeepSpeed 也会忽略它）",
+            )
         ms = model_states(P, s.stage, s.offload, s.gpus, s.nodes, L)
         cpu_b, gpu_b = ms.cpu_bytes, ms.gpu_bytes
         if s.stage == 3 and not off_opt:
@@ -395,15 +409,20 @@ def estimate(s: Setup) -> Estimate:
                 "function": ms.function,
             }
         if s.stage == 1:
-            notes.append(f"{ms.basis}; ZeRO-1 also keeps full 16-bit gradients, so this is a lower bound")
+            note(
+                f"{ms.basis}; ZeRO-1 also keeps full 16-bit gradients, so this is a lower bound",
+                f"{ms.basis_zh}；ZeRO-1 还保留完整的 16 位梯度，所以这是下限",
+            )
         elif s.stage == 0:
-            notes.append(
-                f"stage 0 (plain data parallel, mixed-precision Adam): {gpu_b / P:.0f} bytes/param by {ms.basis}"
+            note(
+                f"stage 0 (plain data parallel, mixed-precision Adam): {gpu_b / P:.0f} bytes/param by {ms.basis}",
+                f"stage 0（普通数据并行，混合精度 Adam）：每个参数 {gpu_b / P:.0f} 字节，{ms.basis_zh}",
             )
         if s.precision == "fp32":
-            notes.append(
+            note(
                 "fp32 training: DeepSpeed's estimators assume 16-bit weights and so does this estimate; "
-                "every 2*P term would double"
+                "every 2*P term would double",
+                "fp32 训练：DeepSpeed 的估算公式按 16 位权重计算，这里也一样；所有 2*P 的项都会翻倍",
             )
         gpu = {"model states (DeepSpeed estimator)": gpu_b / GiB, **gpu}
         host[f"model states (DeepSpeed estimator, x{additional_buffer_factor(ms.formula):g} buffer)"] = cpu_b / GiB
@@ -435,14 +454,19 @@ def estimate(s: Setup) -> Estimate:
         fits_host, host_verdict = True, "fits"
     elif host_min <= s.cpu_mem_gib:
         fits_host, host_verdict = True, "tight"
-        notes.append(
+        note(
             f"host RAM is tight: {host_min:.0f} GiB without DeepSpeed's 1.5x buffer, {host_total:.0f} GiB "
-            "with it; measured runs at this edge both survived and were killed (docs/memory.md)"
+            "with it; measured runs at this edge both survived and were killed (docs/memory.md)",
+            f"主机内存很紧：不算 DeepSpeed 的 1.5 倍余量要 {host_min:.0f} GiB，算上要 {host_total:.0f} GiB；"
+            "实测在这个边界上的运行有的活下来了，有的被杀掉（docs/memory.md）",
         )
     else:
         fits_host, host_verdict = False, "does not fit"
     if shape is None:
-        notes.append("no model shape: activations, logits and the largest-layer term are left out")
+        note(
+            "no model shape: activations, logits and the largest-layer term are left out",
+            "没有模型结构：激活值、logits 和最大层那一项都没算",
+        )
     est = Estimate(
         setup=_setup_dict(s),
         params=P,
@@ -458,6 +482,7 @@ def estimate(s: Setup) -> Estimate:
         host_verdict=host_verdict,
         host_min_gib=round(host_min, 2),
         notes=notes,
+        notes_zh=notes_zh,
     )
     return est
 
@@ -469,47 +494,79 @@ def _setup_dict(s: Setup) -> dict[str, Any]:
 
 
 # cheapest first: what each change costs in speed or method
-CHANGES: list[tuple[str, dict[str, Any], str]] = [
+# cheapest first: what each change costs in speed or method; (label, change, cost, label in Chinese, cost in Chinese)
+CHANGES: list[tuple[str, dict[str, Any], str, str, str]] = [
     (
         "turn on activation checkpointing",
         {"activation_checkpointing": True},
         "~30% more compute (recomputes the forward)",
+        "开启激活检查点",
+        "计算量多约 30%（反向时重算前向）",
     ),
     (
         "halve the micro-batch (raise gradient accumulation)",
         {"micro_batch": "half"},
         "same effective batch, smaller steps",
+        "micro-batch 减半（加大梯度累积）",
+        "有效 batch 不变，每步更小",
     ),
-    ("offload the optimizer to CPU", {"offload": "optimizer"}, "needs host RAM; slower steps (CPU Adam, PCIe)"),
+    (
+        "offload the optimizer to CPU",
+        {"offload": "optimizer"},
+        "needs host RAM; slower steps (CPU Adam, PCIe)",
+        "把优化器 offload 到 CPU",
+        "需要主机内存；每步更慢（CPU Adam、PCIe）",
+    ),
     (
         "ZeRO-3 with optimizer and parameter offload",
         {"stage": 3, "offload": "optimizer+param"},
         "slowest: parameters cross PCIe every step",
+        "ZeRO-3 并 offload 优化器和参数",
+        "最慢：每一步参数都要经过 PCIe",
     ),
-    ("double the GPUs", {"gpus": "double"}, "more hardware"),
-    ("LoRA (rank 16) instead of a full fine-tune", {"lora_rank": 16}, "a different method: only adapters train"),
-    ("QLoRA (4-bit base, rank 16)", {"qlora": True, "lora_rank": 16}, "a different method, slower matmuls"),
+    ("double the GPUs", {"gpus": "double"}, "more hardware", "GPU 数量翻倍", "需要更多硬件"),
+    (
+        "LoRA (rank 16) instead of a full fine-tune",
+        {"lora_rank": 16},
+        "a different method: only adapters train",
+        "用 LoRA（rank 16）代替全参微调",
+        "换了方法：只训练适配器",
+    ),
+    (
+        "QLoRA (4-bit base, rank 16)",
+        {"qlora": True, "lora_rank": 16},
+        "a different method, slower matmuls",
+        "QLoRA（4 位基座，rank 16）",
+        "换了方法，矩阵乘更慢",
+    ),
 ]
 
 
 def suggest_changes(s: Setup, limit: int = 4) -> list[dict[str, Any]]:
     """The cheapest single changes (then pairs with checkpointing) after which GPU and host both fit."""
     out: list[dict[str, Any]] = []
-    tried: list[tuple[str, Setup, str]] = []
-    for label, change, cost in CHANGES:
+    tried: list[tuple[str, Setup, str, str, str]] = []
+    for label, change, cost, label_zh, cost_zh in CHANGES:
         ns = _apply(s, change)
         if ns is not None:
-            tried.append((label, ns, cost))
+            tried.append((label, ns, cost, label_zh, cost_zh))
     if not s.activation_checkpointing:
-        for label, change, cost in CHANGES[1:]:
+        for label, change, cost, label_zh, cost_zh in CHANGES[1:]:
             ns = _apply(replace(s, activation_checkpointing=True), change)
             if ns is not None:
-                tried.append((f"activation checkpointing + {label}", ns, cost))
-    for label, ns, cost in tried:
+                tried.append((f"activation checkpointing + {label}", ns, cost, f"激活检查点 + {label_zh}", cost_zh))
+    for label, ns, cost, label_zh, cost_zh in tried:
         e = estimate(ns)
         if e.fits_gpu and e.fits_host is not False:
             out.append(
-                {"change": label, "cost": cost, "gpu_needed_gib": e.gpu_needed_gib, "host_total_gib": e.host_total_gib}
+                {
+                    "change": label,
+                    "cost": cost,
+                    "change_zh": label_zh,
+                    "cost_zh": cost_zh,
+                    "gpu_needed_gib": e.gpu_needed_gib,
+                    "host_total_gib": e.host_total_gib,
+                }
             )
         if len(out) >= limit:
             break

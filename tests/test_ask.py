@@ -142,6 +142,11 @@ def test_memory_in_chinese_answer_is_chinese(fake_engine):
     assert m and m["gpus"] == 1 and not m["fits_gpu"]
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in a) for a in m["assumptions"])
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in t["label"]) for t in m["gpu"]), m["gpu"]
+    assert m["changes"] and all(any("\u4e00" <= ch <= "\u9fff" for ch in c["change"] + c["cost"]) for c in m["changes"])
+    en = ask(fake_engine, "llama2-7b single gpu zero3 oom", config_text=cfg)["memory"]
+    assert len(en["notes"]) == len(m["notes"]) and [c["gpu_needed_gib"] for c in en["changes"]] == [
+        c["gpu_needed_gib"] for c in m["changes"]
+    ]
 
 
 def test_bad_inputs(fake_engine):

@@ -293,3 +293,20 @@ def test_import_memory_loads_no_yaml_or_pydantic():
     code = "import sys, kb.memory; print(any(m.split('.')[0] in ('yaml', 'pydantic') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_every_note_and_change_has_its_chinese_twin():
+    from kb.memory import PRESETS, Setup, estimate_with_changes
+
+    cases = [
+        Setup(shape=PRESETS["llama2-7b"], stage=3),
+        Setup(shape=PRESETS["llama2-7b"], stage=1, offload="optimizer+param", precision="fp32"),
+        Setup(shape=PRESETS["llama2-7b"], stage=0),
+        Setup(shape=PRESETS["llama2-7b"], qlora=True, lora_rank=8, stage=3),
+        Setup(params=7_000_000_000, stage=3, cpu_mem_gib=120, offload="optimizer"),
+    ]
+    for s in cases:
+        e = estimate_with_changes(s)
+        assert len(e.notes) == len(e.notes_zh)
+        for text in e.notes_zh + [c["change_zh"] + c["cost_zh"] for c in e.changes]:
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in text), text
