@@ -69,11 +69,24 @@ def _is_fix(b: Block) -> bool:
 
 
 def _kind(b: Block, result: int | None) -> str:
+    """What a section is, from its first block (headings before the results: findings, memory, notes)."""
     if b.kind == "title":
         return "title"
     if b.kind == "item" and _is_fix(b):
         return "fix"
-    return {"bad": "findings", "warn": "notes"}.get(b.style, "body") if result is None else "body"
+    if result is None and b.kind == "heading":
+        from kb.present.labels import LABELS
+
+        for lang in LABELS.values():
+            if b.text == lang["findings"]:
+                return "findings"
+            if b.text == lang["notes"]:
+                return "notes"
+            if b.text == lang["closest"]:
+                return "closest"
+            if b.text.startswith(lang["memory"]):
+                return "memory"
+    return "message" if result is None and b.kind == "text" else "body"
 
 
 def pack(items: list[Any], budget: int, cost: Callable[[Any], int]) -> tuple[list[Any], int]:

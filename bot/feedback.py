@@ -155,10 +155,19 @@ class SQLiteStore:
         with con:
             if con.execute("SELECT 1 FROM asks WHERE id = ?", (ask_id,)).fetchone() is None:
                 raise KeyError(f"no ask {ask_id!r}")
-            con.execute(
-                "INSERT INTO votes (ask_id, ts, user_hash, helpful, reason) VALUES (?, ?, ?, ?, ?)",
-                (ask_id, time.time(), self.hash_user(user), int(helpful), reason),
-            )
+            uh = self.hash_user(user)
+            # one vote per user and answer: "not helpful" then a reason is one vote with its reason
+            row = None if uh is None else con.execute(
+                "SELECT id, helpful, reason FROM votes WHERE ask_id = ? AND user_hash = ? ORDER BY id DESC", (ask_id, uh)
+            ).fetchone()
+            if row is None:
+                con.execute(
+                    "INSERT INTO votes (ask_id, ts, user_hash, helpful, reason) VALUES (?, ?, ?, ?, ?)",
+                    (ask_id, time.time(), uh, int(helpful), reason),
+                )
+            else:
+                keep = reason if reason is not None else (row[2] if bool(row[1]) == helpful else None)
+                con.execute("UPDATE votes SET ts = ?, helpful = ?, reason = ? WHERE id = ?", (time.time(), int(helpful), keep, row[0]))
 
     def asks(self, since: float | None = None) -> Iterator[AskRecord]:
         con = self._con()
@@ -215,7 +224,14 @@ class MemoryStore:
         with self._lock:
             if ask_id not in self._asks:
                 raise KeyError(f"no ask {ask_id!r}")
-            self._asks[ask_id].votes.append({"ts": time.time(), "helpful": helpful, "reason": reason})
+            votes = self._asks[ask_id].votes
+            uh = None if user is None else hashlib.sha256(user.encode()).hexdigest()[:16]
+            mine = next((v for v in votes if uh is not None and v.get("user_hash") == uh), None)
+            if mine is None:
+                votes.append({"ts": time.time(), "helpful": helpful, "reason": reason, "user_hash": uh})
+            else:
+                keep = reason if reason is not None else (mine["reason"] if mine["helpful"] == helpful else None)
+                mine.update(ts=time.time(), helpful=helpful, reason=keep)
 
     def asks(self, since: float | None = None) -> Iterator[AskRecord]:
         with self._lock:

@@ -99,6 +99,14 @@ class _TTLCache:
                 self._d.popitem(last=False)
 
 
+def internal_error(where: str, exc: BaseException, lang: str = "en", **ctx: Any) -> Reply:
+    """An unexpected failure: logged (JSON line + traceback) under a fresh id; the user gets the id. Both bots use it."""
+    error_id = uuid.uuid4().hex[:10]
+    log.info(json.dumps({"event": "error", "error_id": error_id, "where": where, "error": type(exc).__name__, "lang": lang, **ctx}, ensure_ascii=False))
+    log.error("kb bot internal error %s in %s", error_id, where, exc_info=exc)
+    return Reply("error", lang, message=msg(lang, "internal_error", error_id=error_id), error_id=error_id)
+
+
 def normalise(query: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", query).lower().split())
 
@@ -140,28 +148,29 @@ class AnswerService:
             return Reply("rate_limited", lang, message=msg(lang, f"rate_limited_{who}", seconds=max(1, round(wait))))
         return None
 
-    def _error(self, where: str, exc: BaseException, lang: str = "en", **ctx: Any) -> Reply:
-        """An unexpected failure: logged with its traceback under a fresh id; the user gets the id."""
-        error_id = uuid.uuid4().hex[:10]
-        self._log("error", error_id=error_id, where=where, error=type(exc).__name__, lang=lang, **ctx)
-        log.error("kb bot internal error %s in %s", error_id, where, exc_info=exc)
-        return Reply("error", lang, message=msg(lang, "internal_error", error_id=error_id), error_id=error_id)
+    def internal_error(self, where: str, exc: BaseException, lang: str = "en", **ctx: Any) -> Reply:
+        return internal_error(where, exc, lang, **ctx)
 
     def _log(self, event: str, **fields: Any) -> None:
         log.info(json.dumps({"event": event, "ts": round(time.time(), 3), **fields}, ensure_ascii=False))
 
     # ------------------------------------------------------------ attachments
 
-    def read_attachment(self, name: str, content_type: str | None, size: int, data: bytes | None, lang: str) -> str:
-        """The attachment's text, or AttachmentRefused with the reason (size first: never download a huge file)."""
-        from kb.inputs import InputError, decode_bytes
-
+    def check_attachment(self, name: str, content_type: str | None, size: int, lang: str) -> None:
+        """Before downloading: AttachmentRefused (with the reason, in ``lang``) when too big or not text-like."""
         limit = self.settings.attachment_bytes
         if size > limit:
             raise AttachmentRefused(msg(lang, "attachment_too_big", name=name, size=-(-size // 1024), limit=limit // 1024))
         texty = name.lower().endswith(TEXT_SUFFIXES) or (content_type or "").startswith(TEXT_TYPES)
         if not texty:
             raise AttachmentRefused(msg(lang, "attachment_type", name=name))
+
+    def read_attachment(self, name: str, content_type: str | None, size: int, data: bytes | None, lang: str) -> str:
+        """The attachment's text, or AttachmentRefused with the reason (size first: never download a huge file)."""
+        from kb.inputs import InputError, decode_bytes
+
+        limit = self.settings.attachment_bytes
+        self.check_attachment(name, content_type, size, lang)
         if data is None:
             raise AttachmentRefused(msg(lang, "attachment_type", name=name))
         if len(data) > limit:
@@ -208,7 +217,7 @@ class AnswerService:
             self._log("refused", reason=type(e).__name__, **ctx)
             return Reply("refused", lang, message=msg(lang, "bad_input", reason=str(e)))
         except Exception as e:  # noqa: BLE001 - the user gets a reason and an id, the log the traceback
-            return self._error("ask", e, **ctx)
+            return self.internal_error("ask", e, **ctx)
         with self._recent_lock:
             self._recent[ask_id] = req
             while len(self._recent) > 10_000:
@@ -281,7 +290,7 @@ class AnswerService:
         except ConfigError as e:
             return Reply("refused", lang, message=msg(lang, "bad_input", reason=str(e)))
         except Exception as e:  # noqa: BLE001
-            return self._error("lint", e, lang=lang)
+            return self.internal_error("lint", e, lang=lang)
         return Reply("lint", lang, data=data)
 
     async def mem(self, lang: str = "en", user: str | None = None, channel: str | None = None, **setup: Any) -> Reply:
@@ -291,9 +300,13 @@ class AnswerService:
         if gated:
             return gated
 
+        model = str(setup.pop("model", "") or "")
+        if not model or "/" in model or "\\" in model or model.endswith(".json") or model.startswith("."):
+            # chat input must not name files on the bot's host: presets and sizes only
+            return Reply("refused", lang, message=msg(lang, "bad_input", reason=f"model {model!r}: use a preset or a size like 7b"))
+
         def run() -> dict[str, Any]:
-            model = setup.pop("model")
-            m = resolve_model(str(model))
+            m = resolve_model(model)
             shape, count = (None, m) if isinstance(m, int) else (m, None)
             return estimate_with_changes(Setup(shape=shape, params=count, **setup)).to_dict()
 
@@ -302,7 +315,7 @@ class AnswerService:
         except (ValueError, TypeError) as e:
             return Reply("refused", lang, message=msg(lang, "bad_input", reason=str(e)))
         except Exception as e:  # noqa: BLE001
-            return self._error("mem", e, lang=lang)
+            return self.internal_error("mem", e, lang=lang)
         return Reply("memory", lang, data=data)
 
     async def show(self, entry_id: str, lang: str = "en", user: str | None = None, channel: str | None = None) -> Reply:

@@ -186,11 +186,11 @@ class Engine:
             model=shape.name if shape else f"{(hints.params or 0) / 1e9:g}B",
             gpus=gpus,
             gpu_mem_gib=s.gpu_mem_gib,
-            gpu=[_term(label, gib, lang) for label, gib in e.gpu.items()],
+            gpu=[memory_term(label, gib, lang) for label, gib in e.gpu.items()],
             gpu_total_gib=e.gpu_total_gib,
             gpu_needed_gib=e.gpu_needed_gib,
             fits_gpu=e.fits_gpu,
-            host=[_term(label, gib, lang) for label, gib in e.host.items()],
+            host=[memory_term(label, gib, lang) for label, gib in e.host.items()],
             host_total_gib=e.host_total_gib,
             deepspeed_estimator_gib=round(ds["gpu_gib"], 3) if ds else None,
             changes=[
@@ -330,7 +330,8 @@ _TERM_KEYS = (
 )
 
 
-def _term(label: str, gib: float, lang: str) -> C.MemoryTerm:
+def memory_term(label: str, gib: float, lang: str) -> C.MemoryTerm:
+    """A kb mem term (its English label from kb.memory) with a stable key and its label in ``lang``."""
     for prefix, key in _TERM_KEYS:
         if label.startswith(prefix):
             tail = re.search(r"\(([^()]*_[^()]*)\)\s*$", label)

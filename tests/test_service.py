@@ -135,8 +135,9 @@ def test_votes_with_reasons(service):
     assert "wrong version" in run(service.vote(r.ask_id, False, "wrong_version", "u"))
     assert "版本不对" in run(service.vote(r.ask_id, False, "wrong_version", "u", lang="zh"))
     assert "unknown reason" in run(service.vote(r.ask_id, False, "meh", "u"))
+    run(service.vote(r.ask_id, False, None, "other-user"))
     rec = next(a for a in service.store.asks() if a.id == r.ask_id)
-    assert [v["reason"] for v in rec.votes] == ["wrong_version", "wrong_version"]
+    assert [v["reason"] for v in rec.votes] == ["wrong_version", None]  # one vote per user, the reason kept
 
 
 def test_200_concurrent_asks_all_answered(service):

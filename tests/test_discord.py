@@ -1,0 +1,1060 @@
+"""The Discord bot and its renderer, offline: real discord.py objects, no token, no network.
+
+Two levels: the logic level (MagicMock interactions and messages, the command callbacks called directly)
+and the wire level (a real ``discord.Interaction`` built from a gateway payload, run through the command
+tree or the view store, with a webhook adapter that captures what discord.py would post). Property tests
+check that any answer stays within Discord's limits and never splits a code block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import threading
+import warnings
+from typing import Any
+from unittest.mock import AsyncMock, MagicMock
+
+import pytest
+
+with warnings.catch_warnings():  # discord.py imports audioop (deprecated in 3.11) for voice, which kb never uses
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import discord
+from discord.webhook import async_ as webhook_async
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from bot.discord_bot import KbDiscordBot, MissingToken, dry_run, locale_lang, run, wire_payload
+from bot.discord_render import (
+    LIMITS,
+    code_block,
+    code_url,
+    custom_id,
+    embed_length,
+    entry_url,
+    parse_custom_id,
+    render,
+    render_answer,
+    render_entry,
+    render_lint,
+    render_memory,
+    safe,
+)
+from bot.messages import msg
+from bot.service import AnswerService, Reply
+from bot.settings import Settings
+from tests.conftest import ROOT
+
+APP_ID = 2
+USER = {"id": "42", "username": "asker", "discriminator": "0", "avatar": None, "global_name": None}
+BOT_USER = {"id": "555", "username": "kb", "discriminator": "0", "avatar": None, "bot": True}
+DS_CONFIG = (ROOT / "examples" / "ds_config.json").read_bytes()
+PINGS = re.compile(r"@(everyone|here)|<@[!&]?\d+>")
+FENCE = re.compile(r"```([a-z]*)\n(.*?)\n```", re.S)
+
+
+def arun(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture()
+def make_service(tmp_path, fake_engine):
+    made: list[AnswerService] = []
+
+    def make(**kw: Any) -> AnswerService:
+        kw.setdefault("feedback_db", str(tmp_path / f"fb{len(made)}.sqlite"))
+        kw.setdefault("user_burst", 100)
+        kw.setdefault("user_per_minute", 600.0)
+        kw.setdefault("channel_burst", 1000)
+        kw.setdefault("channel_per_minute", 6000.0)
+        svc = AnswerService(Settings(**kw), engine=fake_engine)
+        made.append(svc)
+        return svc
+
+    yield make
+    for s in made:
+        s.close()
+
+
+async def make_bot(svc: AnswerService) -> KbDiscordBot:
+    bot = KbDiscordBot(svc.settings, service=svc, sync_commands=False)
+    await bot.setup_hook()
+    bot._connection.application_id = APP_ID
+    bot._connection.user = discord.ClientUser(state=bot._connection, data=BOT_USER)
+    return bot
+
+
+def interaction(bot, *, user=42, channel=7, locale=discord.Locale.american_english, data=None, message=None):
+    it = MagicMock(spec=discord.Interaction)
+    it.client = bot
+    it.user = MagicMock(id=user)
+    it.channel = None
+    it.channel_id = channel
+    it.locale = locale
+    it.data = data or {}
+    it.message = message
+    it.response = MagicMock()
+    it.response.defer = AsyncMock()
+    it.response.send_message = AsyncMock()
+    it.response.is_done = MagicMock(return_value=True)
+    it.followup = MagicMock()
+    it.followup.send = AsyncMock()
+    return it
+
+
+def attachment(name="ds_config.json", data=DS_CONFIG, size=None, content_type="application/json"):
+    att = MagicMock(spec=discord.Attachment)
+    att.filename = name
+    att.content_type = content_type
+    att.size = len(data) if size is None else size
+    att.read = AsyncMock(return_value=data)
+    return att
+
+
+def as_body(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What a send call would post, from its keyword arguments (discord.py objects -> JSON)."""
+    view = kwargs.get("view")
+    return {
+        "content": kwargs.get("content"),
+        "embeds": [e.to_dict() for e in kwargs.get("embeds", [])],
+        "components": view.to_components() if view is not None else [],
+        "allowed_mentions": kwargs["allowed_mentions"].to_dict(),
+        "files": [f.filename for f in kwargs.get("files", [])],
+        "ephemeral": kwargs.get("ephemeral", False),
+    }
+
+
+def last_sent(it) -> dict[str, Any]:
+    assert it.followup.send.await_count >= 1, "nothing was sent"
+    return as_body(it.followup.send.await_args.kwargs)
+
+
+def texts(body: dict[str, Any]) -> list[str]:
+    out = [body.get("content") or ""]
+    for e in body.get("embeds", []):
+        out += [e.get("title", ""), e.get("description", ""), (e.get("footer") or {}).get("text", "")]
+        out += [f["name"] for f in e.get("fields", [])] + [f["value"] for f in e.get("fields", [])]
+    return out
+
+
+def custom_ids(body: dict[str, Any]) -> list[str]:
+    return [c["custom_id"] for row in body.get("components", []) for c in row["components"]]
+
+
+def cmd(bot, name):
+    return bot.kb_group.get_command(name)
+
+
+def message(bot, content, *, mentions=(), everyone=False, attachments=(), channel_id=7, author=42):
+    m = MagicMock(spec=discord.Message)
+    m.content = content
+    m.author = MagicMock(id=author, bot=False)
+    m.mentions = list(mentions)
+    m.mention_everyone = everyone
+    m.role_mentions = []
+    m.attachments = list(attachments)
+    m.guild = MagicMock()
+    m.guild.self_role = None
+    m.channel = MagicMock(spec=discord.TextChannel)
+    m.channel.id = channel_id
+    m.reply = AsyncMock()
+    m.create_thread = AsyncMock()
+    return m
+
+
+# ---------------------------------------------------------------- slash commands, logic level
+
+
+def test_ask_defers_first_and_the_core_runs_off_the_loop(make_service, monkeypatch):
+    svc = make_service()
+    seen: list[tuple[int, str]] = []
+
+    async def go():
+        bot = await make_bot(svc)
+        it = interaction(bot)
+        core = svc._ask_core
+
+        def spy(*a, **kw):
+            seen.append((it.response.defer.await_count, threading.current_thread().name))
+            return core(*a, **kw)
+
+        monkeypatch.setattr(svc, "_ask_core", spy)
+        await cmd(bot, "ask").callback(it, query="zero3 oom first step")
+        return it
+
+    it = arun(go())
+    assert seen and seen[0][0] == 1, "defer() must be awaited before the core runs"
+    assert seen[0][1].startswith("kb-core")
+    assert svc.core_threads and all(n.startswith("kb-core") for n in svc.core_threads)
+    body = last_sent(it)
+    assert body["allowed_mentions"] == {"parse": []}
+    top = body["embeds"][0]
+    assert top["title"].startswith("1. ") and "ZeRO-3" in top["title"]
+    assert "zero3-single-gpu-no-offload" in top["footer"]["text"]
+    assert "```json\n{" in top["description"], "the first fix's config snippet is a json code block"
+    links = "\n".join(f["value"] for e in body["embeds"] for f in e.get("fields", [])) + top["description"]
+    assert "https://github.com/deepspeedai/DeepSpeed/blob/v0.19.8/deepspeed/runtime/zero/stage3.py#L4016-L4050" in links
+    ids = custom_ids(body)
+    ask_id = parse_custom_id(ids[0])[1]
+    assert ids == [f"kb:more:{ask_id}", f"kb:lang:{ask_id}:zh", f"kb:vote:{ask_id}:up", f"kb:vote:{ask_id}:down"]
+
+
+def test_ask_with_config_shows_findings_first_and_memory(make_service):
+    svc = make_service(site_base_url="https://kb.example.org/")
+
+    async def go():
+        bot = await make_bot(svc)
+        it = interaction(bot)
+        query = "llama2-7b on one gpu, zero3 oom at the first step"
+        await cmd(bot, "ask").callback(it, query=query, config=attachment())
+        return it
+
+    body = last_sent(arun(go()))
+    titles = [e.get("title", "") for e in body["embeds"]]
+    assert titles[0] == "Your config (kb lint)"
+    assert titles[1].startswith("Memory (kb mem) (llama2-7b, 1 GPU)")
+    first_result = next(e for e in body["embeds"] if e.get("title", "").startswith("1. "))
+    assert first_result["url"].startswith("https://kb.example.org/en/") and first_result["url"].endswith("/")
+    assert body["files"] == ["answer.md"]  # twelve findings do not fit: the whole answer is attached
+    assert body["content"].startswith("The answer was longer than Discord allows")
+
+
+def test_lint_mem_show_and_autocomplete_use_the_locale(make_service):
+    svc = make_service()
+
+    async def go():
+        bot = await make_bot(svc)
+        zh = discord.Locale.chinese
+        lint_it = interaction(bot, locale=zh)
+        await cmd(bot, "lint").callback(lint_it, config=attachment())
+        mem_it = interaction(bot)
+        await cmd(bot, "mem").callback(mem_it, model="llama2-7b", gpus=1, stage=3)
+        path_it = interaction(bot)
+        await cmd(bot, "mem").callback(path_it, model="/etc/passwd")
+        show_it = interaction(bot, locale=discord.Locale.taiwan_chinese)
+        await cmd(bot, "show").callback(show_it, id="zero3-single-gpu-no-offload")
+        missing_it = interaction(bot)
+        await cmd(bot, "show").callback(missing_it, id="no-such-entry")
+        auto = await bot.autocomplete_entry(interaction(bot), "zero3-single")
+        return lint_it, mem_it, path_it, show_it, missing_it, auto
+
+    lint_it, mem_it, path_it, show_it, missing_it, auto = arun(go())
+    assert last_sent(lint_it)["embeds"][0]["title"] == "你的配置（kb lint）"
+    mem = last_sent(mem_it)["embeds"][0]
+    assert mem["title"].startswith("Memory (kb mem) (llama2-7b, 1 GPU)") and "does NOT fit" in mem["title"]
+    assert last_sent(path_it)["content"] == msg("en", "bad_input", reason=msg("en", "model_path"))
+    show = last_sent(show_it)["embeds"][0]
+    assert re.search(r"[\u4e00-\u9fff]", show.get("title") or show["description"]), (
+        "zh-TW locale -> the entry in Chinese"
+    )
+    assert last_sent(missing_it)["content"] == msg("en", "unknown_entry", entry_id="no-such-entry")
+    assert auto and auto[0].value == "zero3-single-gpu-no-offload" and all(len(c.name) <= 100 for c in auto)
+    assert locale_lang(discord.Locale.chinese) == "zh" and locale_lang(discord.Locale.british_english) == "en"
+
+
+# ---------------------------------------------------------------- gates: allow-list, rate limit, attachments
+
+
+def test_allow_list_refusal_and_rate_limit_are_sent(make_service):
+    closed = make_service(allow_channels=["99"])
+    tight = make_service(user_burst=1, user_per_minute=0.1)
+
+    async def go():
+        bot = await make_bot(closed)
+        refused = interaction(bot, channel=7)
+        await cmd(bot, "ask").callback(refused, query="zero3 oom first step")
+        bot2 = await make_bot(tight)
+        first, second = interaction(bot2), interaction(bot2)
+        await cmd(bot2, "ask").callback(first, query="zero3 oom first step")
+        await cmd(bot2, "ask").callback(second, query="zero3 oom first step")
+        return refused, first, second
+
+    refused, first, second = arun(go())
+    assert last_sent(refused)["content"] == msg("en", "not_allowed")
+    assert last_sent(first)["embeds"]
+    limited = last_sent(second)
+    assert limited["content"].startswith("You are asking faster than I can answer well") and not limited["embeds"]
+
+
+def test_attachments_are_refused_before_they_are_read(make_service):
+    svc = make_service()
+    huge = attachment(size=300 * 1024)
+    binary = attachment("model.bin", b"\x00\x01\x02", content_type="application/octet-stream")
+    nul = attachment("ds_config.json", b'{"a": 1}\x00')
+    pinged = attachment("@everyone <@123>.bin", b"x", content_type="application/octet-stream")
+    mention_huge = attachment(size=300 * 1024)
+
+    async def go():
+        bot = await make_bot(svc)
+        its = []
+        for att in (huge, binary, nul, pinged):
+            it = interaction(bot)
+            await cmd(bot, "ask").callback(it, query="zero3 oom first step", config=att)
+            its.append(it)
+        m = message(bot, f"<@{bot.user.id}> zero3 oom", mentions=[bot.user], attachments=[mention_huge])
+        await bot.on_message(m)
+        return its, m
+
+    its, m = arun(go())
+    assert last_sent(its[0])["content"] == msg("en", "attachment_too_big", name="ds_config.json", size=300, limit=256)
+    huge.read.assert_not_awaited()
+    assert last_sent(its[1])["content"] == msg("en", "attachment_type", name="model.bin")
+    binary.read.assert_not_awaited()
+    assert last_sent(its[2])["content"] == msg("en", "attachment_type", name="ds_config.json")  # read, then refused
+    refusal = last_sent(its[3])["content"]
+    assert not PINGS.search(refusal) and "@\u200beveryone" in refusal
+    pinged.read.assert_not_awaited()
+    assert as_body(m.reply.await_args.kwargs)["content"].startswith("The attachment ds_config.json is 300 KB")
+    mention_huge.read.assert_not_awaited()
+
+
+def test_pings_in_a_query_never_ping(make_service):
+    svc = make_service()
+
+    async def go():
+        bot = await make_bot(svc)
+        it = interaction(bot)
+        await cmd(bot, "ask").callback(it, query="@everyone <@123> <@&456> zero3 oom first step @here")
+        return it
+
+    body = last_sent(arun(go()))
+    assert body["allowed_mentions"] == {"parse": []}
+    assert not any(PINGS.search(t) for t in texts(body))
+    # and the renderer defuses them wherever they come from (entry text, findings, notes, messages)
+    assert (
+        safe("@everyone <@123> <@!9> <@&7> @here") == "@\u200beveryone <@\u200b123> <@\u200b!9> <@\u200b&7> @\u200bhere"
+    )
+
+
+def test_errors_give_an_id_that_is_in_the_log(make_service, monkeypatch, caplog):
+    svc = make_service()
+    caplog.set_level(logging.INFO, logger="kb.bot")
+
+    def broken(*a, **kw):
+        raise RuntimeError("core exploded")
+
+    async def go():
+        bot = await make_bot(svc)
+        core = interaction(bot)
+        monkeypatch.setattr(svc, "_ask_core", broken)
+        await cmd(bot, "ask").callback(core, query="zero3 oom first step")
+        monkeypatch.setattr(svc, "ask", AsyncMock(side_effect=KeyError("handler exploded")))
+        handler = interaction(bot, locale=discord.Locale.chinese)
+        await cmd(bot, "ask").callback(handler, query="zero3 oom first step")
+        m = message(bot, f"<@{bot.user.id}> zero3 oom", mentions=[bot.user])
+        await bot.on_message(m)
+        return core, handler, m
+
+    core, handler, m = arun(go())
+    for body, lang in ((last_sent(core), "en"), (last_sent(handler), "zh"), (as_body(m.reply.await_args.kwargs), "en")):
+        error_id = re.search(r"([0-9a-f]{10})", body["content"]).group(1)
+        assert body["content"] == msg(lang, "internal_error", error_id=error_id)
+        assert error_id in caplog.text
+    assert "core exploded" in caplog.text and "handler exploded" in caplog.text
+
+
+# ---------------------------------------------------------------- mentions
+
+
+def test_mention_mode_answers_only_when_addressed(make_service):
+    svc = make_service()
+
+    async def go():
+        bot = await make_bot(svc)
+        plain = message(bot, "zero3 oom first step")
+        everyone = message(bot, "@everyone zero3 oom first step", everyone=True)
+        other = message(bot, "<@777> zero3 oom first step", mentions=[MagicMock(id=777)])
+        addressed = message(
+            bot, f"<@{bot.user.id}> zero3 oom first step", mentions=[bot.user], attachments=[attachment()]
+        )
+        only_config = message(bot, f"<@{bot.user.id}>", mentions=[bot.user], attachments=[attachment()])
+        for m in (plain, everyone, other, addressed, only_config):
+            await bot.on_message(m)
+        return plain, everyone, other, addressed, only_config
+
+    plain, everyone, other, addressed, only_config = arun(go())
+    for m in (plain, everyone, other):
+        m.reply.assert_not_awaited()
+    body = as_body(addressed.reply.await_args.kwargs)
+    assert body["allowed_mentions"] == {"parse": []}
+    assert body["embeds"][0]["title"] == "Your config (kb lint)", "the attachment was the config"
+    assert custom_ids(body)[0].startswith("kb:more:")
+    lint = as_body(only_config.reply.await_args.kwargs)
+    assert lint["embeds"][0]["title"] == "Your config (kb lint)" and not lint["components"]
+
+
+def test_mode_all_and_thread_replies(make_service):
+    svc = make_service(mode="all", allow_channels=["7"], thread_replies=True)
+
+    async def go():
+        bot = await make_bot(svc)
+        assert bot.intents.message_content, "mode all reads unaddressed messages: it needs the content intent"
+        here = message(bot, "zero3 oom first step", channel_id=7)
+        thread = MagicMock()
+        thread.send = AsyncMock()
+        here.create_thread = AsyncMock(return_value=thread)
+        elsewhere = message(bot, "zero3 oom first step", channel_id=8)
+        addressed_elsewhere = message(bot, f"<@{bot.user.id}> zero3 oom", mentions=[bot.user], channel_id=8)
+        for m in (here, elsewhere, addressed_elsewhere):
+            await bot.on_message(m)
+        return here, thread, elsewhere, addressed_elsewhere
+
+    here, thread, elsewhere, addressed_elsewhere = arun(go())
+    here.create_thread.assert_awaited_once_with(name="zero3 oom first step")
+    assert as_body(thread.send.await_args.kwargs)["embeds"]
+    here.reply.assert_not_awaited()
+    elsewhere.reply.assert_not_awaited()
+    elsewhere.create_thread.assert_not_awaited()
+    # addressed outside the allow-list: the reason, in place (a refusal opens no thread)
+    addressed_elsewhere.create_thread.assert_not_awaited()
+    assert as_body(addressed_elsewhere.reply.await_args.kwargs)["content"] == msg("en", "not_allowed")
+
+
+def test_default_intents_are_not_privileged(make_service):
+    async def go():
+        return KbDiscordBot(Settings(), service=make_service(), sync_commands=False).intents
+
+    intents = arun(go())
+    assert not intents.message_content and not intents.members and not intents.presences
+    assert intents.guild_messages and intents.dm_messages
+
+
+# ---------------------------------------------------------------- buttons and the reason select, logic level
+
+
+def test_buttons_more_language_and_votes(make_service, monkeypatch):
+    svc = make_service()
+    ks: list[int] = []
+    core = svc._ask_core
+
+    def spy(query, config_text, config_name, k, lang):
+        ks.append(k)
+        return core(query, config_text, config_name, k, lang)
+
+    monkeypatch.setattr(svc, "_ask_core", spy)
+
+    async def go():
+        bot = await make_bot(svc)
+        ask = interaction(bot)
+        await cmd(bot, "ask").callback(ask, query="zero3 oom first step")
+        more_id, lang_id, up_id, down_id = custom_ids(last_sent(ask))
+        out = {}
+        for name, cid in (("more", more_id), ("lang", lang_id), ("up", up_id), ("down", down_id)):
+            it = interaction(bot, data={"custom_id": cid, "component_type": 2})
+            await bot.handle_component(it, cid)
+            out[name] = it
+        ask_id = parse_custom_id(more_id)[1]
+        reason_cid = custom_ids(last_sent(out["down"]))[0]
+        it = interaction(bot, data={"custom_id": reason_cid, "component_type": 3, "values": ["wrong_version"]})
+        await bot.handle_component(it, reason_cid)
+        out["reason"] = it
+        return ask_id, out
+
+    ask_id, out = arun(go())
+    assert ks[0] == 3 and ks[1] == 9, "more results asks again for 3 x the results"
+    more = last_sent(out["more"])
+    out["more"].response.defer.assert_awaited_once_with(thinking=True, ephemeral=False)
+    assert more["embeds"] and not more["ephemeral"]
+    zh = last_sent(out["lang"])
+    assert re.search(r"[\u4e00-\u9fff]", zh["embeds"][0]["title"])
+    assert custom_ids(zh)[1].endswith(":en"), "the Chinese answer offers English"
+    up = last_sent(out["up"])
+    assert up["ephemeral"] and up["content"] == msg("en", "thanks")
+    down = last_sent(out["down"])
+    assert down["ephemeral"] and down["content"] == msg("en", "reason.prompt")
+    select = down["components"][0]["components"][0]
+    assert select["custom_id"] == f"kb:reason:{ask_id}" and [o["value"] for o in select["options"]] == [
+        "didnt_fix",
+        "wrong_version",
+        "different_error",
+        "unclear",
+    ]
+    assert [o["label"] for o in select["options"]][1] == msg("en", "reason.wrong_version")
+    reason = last_sent(out["reason"])
+    assert reason["ephemeral"] and reason["content"] == msg(
+        "en", "thanks_reason", reason=msg("en", "reason.wrong_version")
+    )
+    rec = next(a for a in svc.store.asks() if a.id == ask_id)
+    # one vote per user and answer: up, then down, then a reason ends as one "not helpful: wrong version"
+    assert [(v["helpful"], v["reason"]) for v in rec.votes] == [(False, "wrong_version")]
+
+
+# ---------------------------------------------------------------- wire level
+
+
+class CaptureAdapter(webhook_async.AsyncWebhookAdapter):
+    """Records what discord.py would post to Discord; answers like Discord would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[dict[str, Any]] = []
+
+    async def request(self, route, session, *, payload=None, multipart=None, files=None, **kw):
+        body = json.loads(multipart[0]["value"]) if multipart else payload
+        self.calls.append(
+            {"method": route.method, "path": route.path, "body": body, "files": [f.filename for f in files or []]}
+        )
+        if route.path.endswith("/callback"):
+            return {"interaction": {"id": str(route.webhook_id), "type": 2}}
+        return message_payload(body or {}, author=BOT_USER)
+
+    def posted(self) -> list[dict[str, Any]]:
+        return [c for c in self.calls if not c["path"].endswith("/callback")]
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        return [c["body"] for c in self.calls if c["path"].endswith("/callback")]
+
+
+def message_payload(body: dict[str, Any], author: dict[str, Any], mid: str = "900") -> dict[str, Any]:
+    return {
+        "id": mid,
+        "channel_id": "7",
+        "author": author,
+        "content": body.get("content", ""),
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": body.get("embeds", []),
+        "pinned": False,
+        "type": 0,
+        "components": body.get("components", []),
+        "flags": body.get("flags", 0),
+    }
+
+
+def interaction_payload(
+    itype: int, data: dict[str, Any], iid: str, message: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    p = {
+        "id": iid,
+        "application_id": str(APP_ID),
+        "type": itype,
+        "token": f"token-{iid}",
+        "version": 1,
+        "locale": "en-US",
+        "attachment_size_limit": 10 * 1024 * 1024,
+        "guild_id": "100",
+        "channel": {
+            "id": "7",
+            "type": 0,
+            "guild_id": "100",
+            "name": "help",
+            "position": 0,
+            "permission_overwrites": [],
+            "nsfw": False,
+            "parent_id": None,
+        },
+        "member": {
+            "user": USER,
+            "roles": [],
+            "joined_at": "2024-01-01T00:00:00+00:00",
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "permissions": "0",
+        },
+        "data": data,
+    }
+    if message is not None:
+        p["message"] = message
+    return p
+
+
+async def dispatch_component(bot, payload) -> None:
+    """What the gateway does with INTERACTION_CREATE of a component: the view store schedules the DynamicItem."""
+    bot._connection.parse_interaction_create(payload)
+    for _ in range(100):
+        tasks = [t for t in asyncio.all_tasks() if t.get_name().startswith("discord-ui-dynamic-item")]
+        if not tasks:
+            return
+        await asyncio.gather(*tasks)
+
+
+def without_ask_id(body: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(re.sub(r"(kb:[a-z]+:)[0-9a-f]{16}", r"\1ASK", json.dumps(body, ensure_ascii=False)))
+
+
+def test_wire_ask_button_and_votes(make_service):
+    svc = make_service()
+    query = "zero3 oom first step"
+    expected = dry_run(svc, query, DS_CONFIG.decode(), "ds_config.json")
+
+    async def go():
+        bot = await make_bot(svc)
+        errors: list[BaseException] = []
+
+        async def collect(it, error):
+            errors.append(error)
+
+        bot.tree.on_error = collect
+        bot.http.get_from_cdn = AsyncMock(return_value=DS_CONFIG)
+        cap = CaptureAdapter()
+        webhook_async.async_context.set(cap)
+        ask = {
+            "id": "3",
+            "name": "kb",
+            "type": 1,
+            "options": [
+                {
+                    "type": 1,
+                    "name": "ask",
+                    "options": [
+                        {"type": 3, "name": "query", "value": query},
+                        {"type": 11, "name": "config", "value": "77"},
+                    ],
+                }
+            ],
+            "resolved": {
+                "attachments": {
+                    "77": {
+                        "id": "77",
+                        "filename": "ds_config.json",
+                        "size": len(DS_CONFIG),
+                        "content_type": "application/json",
+                        "url": "https://cdn.discordapp.com/attachments/1/77/ds_config.json",
+                        "proxy_url": "https://media.discordapp.net/x",
+                    }
+                }
+            },
+        }
+        await bot.tree._call(discord.Interaction(data=interaction_payload(2, ask, "1000"), state=bot._connection))
+        assert not errors, errors
+        answer = cap.posted()[0]
+        steps = {"ask": (cap.callbacks(), answer)}
+        on_message = message_payload(answer["body"], author=BOT_USER)
+        ids = custom_ids(answer["body"])
+        for name, cid in (("more", ids[0]), ("down", ids[3])):
+            cap.calls.clear()
+            data = {"custom_id": cid, "component_type": 2}
+            await dispatch_component(bot, interaction_payload(3, data, f"2{len(steps)}", on_message))
+            steps[name] = (cap.callbacks(), cap.posted()[0])
+        prompt = steps["down"][1]["body"]
+        cap.calls.clear()
+        reason = {"custom_id": custom_ids(prompt)[0], "component_type": 3, "values": ["didnt_fix"]}
+        await dispatch_component(bot, interaction_payload(3, reason, "3000", message_payload(prompt, BOT_USER, "901")))
+        steps["reason"] = (cap.callbacks(), cap.posted()[0])
+        bot.http.get_from_cdn.assert_awaited_once()
+        return parse_custom_id(ids[0])[1], steps
+
+    ask_id, steps = arun(go())
+    callbacks, answer = steps["ask"]
+    assert callbacks == [{"type": 5}], "defer first"
+    assert answer["body"]["allowed_mentions"] == {"parse": []}
+    assert without_ask_id(answer["body"]) == without_ask_id(expected), "dry_run is exactly what the bot posts"
+    assert answer["body"]["embeds"][0]["title"] == "Your config (kb lint)"
+    assert answer["files"] == ["answer.md"] and answer["body"]["attachments"] == [{"id": 0, "filename": "answer.md"}]
+    callbacks, more = steps["more"]
+    assert callbacks == [{"type": 5}] and more["body"]["embeds"] and not more["body"].get("flags")
+    callbacks, down = steps["down"]
+    assert callbacks == [{"type": 5, "data": {"flags": 64}}] and down["body"]["flags"] == 64
+    assert down["body"]["components"][0]["components"][0]["custom_id"] == f"kb:reason:{ask_id}"
+    callbacks, reason = steps["reason"]
+    assert callbacks == [{"type": 5, "data": {"flags": 64}}]
+    assert reason["body"]["content"] == msg("en", "thanks_reason", reason=msg("en", "reason.didnt_fix"))
+    rec = next(a for a in svc.store.asks() if a.id == ask_id)
+    assert [(v["helpful"], v["reason"]) for v in rec.votes] == [(False, "didnt_fix")]  # the down-vote and its reason: one vote
+
+
+def test_dry_run_is_the_renderer_body(make_service):
+    svc = make_service()
+    body = dry_run(svc, "zero3 oom first step")
+    assert set(body) >= {"content", "embeds", "components", "allowed_mentions"} and body["allowed_mentions"] == {
+        "parse": []
+    }
+    reply = arun(svc.again(parse_custom_id(custom_ids(body)[0])[1]))
+    rendered = render(reply)
+    assert without_ask_id(wire_payload(rendered)) == without_ask_id(body)
+    for key in ("content", "embeds", "components", "allowed_mentions"):
+        assert without_ask_id(rendered)[key] == without_ask_id(body)[key], key
+
+
+def test_run_needs_the_token_and_a_ready_index(monkeypatch, tmp_path):
+    monkeypatch.delenv("DISCORD_TOKEN", raising=False)
+    with pytest.raises(MissingToken, match="DISCORD_TOKEN"):
+        run(Settings(feedback_db=str(tmp_path / "fb.sqlite")))
+    monkeypatch.setenv("KB_INDEX", str(tmp_path / "no-index"))
+    from kb.index import IndexMissing
+
+    async def go():
+        bot = KbDiscordBot(Settings(feedback_db=str(tmp_path / "fb.sqlite")), sync_commands=False)
+        await bot.setup_hook()
+
+    with pytest.raises(IndexMissing):
+        arun(go())
+
+
+# ---------------------------------------------------------------- renderer: fixed cases
+
+
+def test_code_links_and_entry_links():
+    src = {
+        "type": "code",
+        "package": "accelerate",
+        "version": "1.15.0",
+        "file": "accelerate/accelerator.py",
+        "line": "2228-2235",
+    }
+    assert (
+        code_url(src)
+        == "https://github.com/huggingface/accelerate/blob/v1.15.0/src/accelerate/accelerator.py#L2228-L2235"
+    )
+    src = {
+        "type": "code",
+        "package": "deepspeed",
+        "version": "0.19.8",
+        "file": "deepspeed/ops/op_builder/async_io.py",
+        "line": "105",
+    }
+    assert code_url(src) == "https://github.com/deepspeedai/DeepSpeed/blob/v0.19.8/op_builder/async_io.py#L105"
+    src = {
+        "type": "code",
+        "package": "transformers",
+        "version": "5.24.0",
+        "file": "transformers/trainer.py",
+        "line": "1",
+    }
+    assert code_url(src) == "https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/trainer.py#L1"
+    src = {"type": "code", "package": "peft", "version": "0.21.2", "file": "peft/peft_model.py", "line": None}
+    assert code_url(src) == "https://github.com/huggingface/peft/blob/v0.21.2/src/peft/peft_model.py"
+    assert code_url({"type": "code", "package": "unknownpkg", "version": "1", "file": "x.py", "line": "1"}) is None
+    assert entry_url("https://kb.example.org/", "zh", "a-b") == "https://kb.example.org/zh/a-b/"
+    assert entry_url("", "en", "a") is None
+
+
+def test_components_are_what_discordpy_sends():
+    from bot.discord_bot import build_view
+    from bot.discord_render import answer_components, reason_components
+
+    for lang in ("en", "zh"):
+        for comps in (answer_components("0123456789abcdef", lang), reason_components("0123456789abcdef", lang)):
+            assert build_view(comps).to_components() == comps
+    labels = [c["label"] for c in answer_components("0123456789abcdef", "zh")[0]["components"]]
+    assert (
+        labels[1] == "in English"
+        and answer_components("0123456789abcdef", "en")[0]["components"][1]["label"] == "in 中文"
+    )
+
+
+def test_custom_ids_are_stable_and_short():
+    assert custom_id("lang", "0123456789abcdef", "zh") == "kb:lang:0123456789abcdef:zh"
+    assert parse_custom_id("kb:vote:0123456789abcdef:down") == ("vote", "0123456789abcdef", "down")
+    assert parse_custom_id("kb:reason:0123456789abcdef") == ("reason", "0123456789abcdef", None)
+    assert parse_custom_id("kb:vote:abc:sideways") is None and parse_custom_id("other:more:abc") is None
+    with pytest.raises(ValueError):
+        custom_id("more", "x" * 200)
+
+
+def test_notices_and_no_answer():
+    err = render(
+        Reply("error", "zh", message=msg("zh", "internal_error", error_id="abc123def0"), error_id="abc123def0")
+    )
+    assert (
+        err["content"] == msg("zh", "internal_error", error_id="abc123def0")
+        and not err["embeds"]
+        and not err["components"]
+    )
+    long = render(Reply("refused", "en", message="bad " + "x" * 5000))
+    assert len(long["content"]) <= LIMITS["content"]
+    no = render_answer(
+        {
+            "lang": "en",
+            "answered": False,
+            "query": "q",
+            "results": [],
+            "findings": [],
+            "notes": [],
+            "memory": None,
+            "message": "No confident answer.",
+            "closest": [{"id": "a", "title": "A title", "score": 0.1, "closest": True}],
+        },
+        ask_id="0123456789abcdef",
+        site_base_url="https://kb.example.org",
+    )
+    desc = no["embeds"][0]["description"]
+    assert desc.startswith("No confident answer.") and "Closest entries (not a confident match)" in desc
+    assert "- ? [A title](https://kb.example.org/en/a/)" in desc
+    assert custom_ids(no)[0] == "kb:more:0123456789abcdef"
+
+
+# ---------------------------------------------------------------- renderer: property tests
+
+# Hypothesis draws a few texts (up to 10k characters, made of pieces that cause trouble in Discord:
+# backtick runs, pings, Markdown, CJK, emoji), a few snippets (up to 200 lines) and a seed; the seed
+# builds the answer from them (0-20 results, 0-30 findings, both languages, memory or not), so an example
+# costs a few dozen draws, not thousands.
+_PIECES = [
+    "zero3 oom ",
+    "stage3_prefetch_bucket_size",
+    "```",
+    "``",
+    "`",
+    "````",
+    "@everyone",
+    "@here",
+    "<@123>",
+    "<@!45>",
+    "<@&6>",
+    "显存不足",
+    "第一步就OOM",
+    "**",
+    "__init__",
+    "[x](y)",
+    "\n",
+    "\n\n",
+    " ",
+    "a" * 97,
+    "\u200b",
+    "https://github.com/a/b/issues/1",
+    "- item",
+    "> quote",
+    "# title",
+    "||spoiler||",
+    "😀",
+    "<>&\"'\\",
+]
+_piece = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=4).map("".join)
+_text = st.builds(lambda s, n: (s * n)[:10_000], _piece, st.integers(1, 10_000))
+_snippet = st.builds(lambda line, n: "\n".join([line[:200]] * n), _piece, st.integers(1, 200))
+
+
+class _Pool:
+    def __init__(self, rnd, texts: list[str], snippets: list[str]):
+        self.rnd, self.texts, self.snippets = rnd, texts, snippets
+
+    def text(self, max_len: int = 10_000) -> str:
+        t = self.rnd.choice(self.texts)
+        return t[: self.rnd.choice([1, 40, 300, max_len])] or "x"
+
+    def some(self, n: int) -> int:
+        return self.rnd.randint(0, n)
+
+
+def _source(p: _Pool) -> dict[str, Any]:
+    kind = p.rnd.choice(["code", "code", "docs", "issue", "measurement"])
+    note = p.text(500) if p.rnd.random() < 0.7 else None
+    if kind == "code":
+        pkg = p.rnd.choice(["deepspeed", "transformers", "accelerate", "peft", "torch", "other"])
+        return {
+            "type": "code",
+            "url": None,
+            "package": pkg,
+            "version": "1.2.3",
+            "file": p.text(200),
+            "line": p.rnd.choice(["1", "10-20", None]),
+            "note": note,
+        }
+    if kind == "measurement":
+        return {
+            "type": kind,
+            "url": None,
+            "package": None,
+            "version": None,
+            "file": p.text(200),
+            "line": None,
+            "note": p.text(300),
+        }
+    url = p.rnd.choice(["https://github.com/a/b/issues/1", "https://x.org/p (q)", "https://x.org/" + p.text(80)])
+    return {"type": kind, "url": url, "package": None, "version": None, "file": None, "line": None, "note": note}
+
+
+def _result(p: _Pool, i: int) -> dict[str, Any]:
+    fixes = [
+        {
+            "title": p.text(300),
+            "text": p.text(),
+            "params": [],
+            "snippet": {
+                "lang": p.rnd.choice(["json", "yaml", "python", "bash", "text"]),
+                "code": p.rnd.choice(p.snippets),
+            }
+            if p.rnd.random() < 0.6
+            else None,
+        }
+        for _ in range(p.some(8))
+    ]
+    params = [
+        {
+            "id": f"deepspeed:{p.text(60)}",
+            "name": "x",
+            "package": "deepspeed",
+            "version": "0.19.8",
+            "kind": "config_key",
+            "type": "int",
+            "default": p.rnd.choice([None, "3", p.text(100)]),
+            "source_file": "deepspeed/x.py",
+            "source_line": 3,
+            "deprecated": p.rnd.random() < 0.2,
+            "replacement": None,
+            "known": p.rnd.random() < 0.9,
+        }
+        for _ in range(p.some(10))
+    ]
+    return {
+        "id": f"entry-{i}-{p.some(999)}",
+        "title": p.text(400),
+        "score": 0.5,
+        "why": p.text(500),
+        "summary": p.text(),
+        "area": "oom",
+        "causes": [p.text(300) for _ in range(p.some(3))],
+        "fixes": fixes,
+        "params": [x["id"] for x in params],
+        "param_facts": params,
+        "myths": [
+            {"claim": p.text(), "correction": p.text(), "names": [], "touched": p.rnd.random() < 0.5}
+            for _ in range(p.some(4))
+        ],
+        "sources": [_source(p) for _ in range(p.some(10))],
+        "applies_to": {"deepspeed": ">=0.1"},
+        "related": ["x"],
+        "withdrawn": p.rnd.choice([None, None, p.text(200)]),
+    }
+
+
+def _finding(p: _Pool) -> dict[str, Any]:
+    return {
+        "code": p.rnd.choice(["KB001", "KB012"]),
+        "severity": p.rnd.choice(["error", "warning", "info"]),
+        "path": p.text(200),
+        "line": p.rnd.choice([None, 3, 999]),
+        "message": p.text(),
+        "suggestion": p.rnd.choice([None, p.text(500)]),
+        "entry": "x",
+    }
+
+
+def _memory(p: _Pool) -> dict[str, Any]:
+    terms = [{"key": f"t{j}", "label": p.text(300), "gib": 1.25} for j in range(p.some(8))]
+    return {
+        "model": p.text(400),
+        "gpus": 1,
+        "gpu_mem_gib": 80.0,
+        "gpu": terms,
+        "gpu_total_gib": 10.0,
+        "gpu_needed_gib": 12.0,
+        "fits_gpu": p.rnd.random() < 0.5,
+        "host": terms[:2],
+        "host_total_gib": 3.0,
+        "deepspeed_estimator_gib": 1.5,
+        "changes": [
+            {"change": p.text(300), "cost": "x", "gpu_needed_gib": 3.0, "host_total_gib": 1.0} for _ in range(p.some(4))
+        ],
+        "assumptions": [p.text(300) for _ in range(p.some(3))],
+        "notes": [p.text(300) for _ in range(p.some(1))],
+    }
+
+
+@st.composite
+def pools(draw) -> _Pool:
+    import random
+
+    texts = draw(st.lists(_text, min_size=1, max_size=6))
+    snippets = draw(st.lists(_snippet, min_size=1, max_size=3))
+    return _Pool(random.Random(draw(st.integers(0, 2**32))), texts, snippets)
+
+
+@st.composite
+def answers(draw) -> dict[str, Any]:
+    p = draw(pools())
+    results = [_result(p, i) for i in range(draw(st.integers(0, 20)))]
+    answered = bool(results)
+    return {
+        "schema_version": "1.0",
+        "query": p.text(),
+        "lang": draw(st.sampled_from(["en", "zh"])),
+        "answered": answered,
+        "results": results,
+        "closest": []
+        if answered
+        else [{"id": f"c{j}", "title": p.text(500), "score": 0.1, "closest": True} for j in range(p.some(3))],
+        "findings": [_finding(p) for _ in range(draw(st.integers(0, 30)))],
+        "notes": [
+            {
+                "kind": "param",
+                "message": p.text(),
+                "name": "x",
+                "verdict": p.rnd.choice(["valid", "does-not-exist"]),
+                "registry_id": None,
+                "suggestions": [],
+            }
+            for _ in range(p.some(5))
+        ],
+        "message": None if answered else p.text(),
+        "config_facts": None,
+        "memory": _memory(p) if draw(st.booleans()) else None,
+    }
+
+
+def check_limits(body: dict[str, Any], snippets: list[str]) -> None:
+    assert set(body) - {"files"} == {"content", "embeds", "components", "allowed_mentions"}
+    assert body["allowed_mentions"] == {"parse": []}
+    assert len(body["content"]) <= LIMITS["content"]
+    assert len(body["embeds"]) <= LIMITS["embeds"]
+    assert sum(embed_length(e) for e in body["embeds"]) <= LIMITS["total"]
+    for e in body["embeds"]:
+        assert len(discord.Embed.from_dict(e)) == embed_length(e)  # the same count as discord.py's
+        assert len(e.get("title", "")) <= LIMITS["title"] and len(e.get("description", "")) <= LIMITS["description"]
+        assert len(e.get("fields", [])) <= LIMITS["fields"]
+        for f in e.get("fields", []):
+            assert 0 < len(f["name"]) <= LIMITS["field_name"] and 0 < len(f["value"]) <= LIMITS["field_value"]
+        assert len((e.get("footer") or {}).get("text", "")) <= LIMITS["footer"]
+        assert e.get("title") or e.get("description") or e.get("fields")
+    shown = {safe(s) for s in snippets}
+    for text in texts(body):
+        assert text.count("```") % 2 == 0, "a code block was opened and not closed in the same text"
+        assert not PINGS.search(text)
+        for _lang, code in FENCE.findall(text):
+            assert code in shown, "a code block that is not a whole snippet"
+    for cid in custom_ids(body):
+        assert len(cid) <= LIMITS["custom_id"]
+    assert body["content"] or body["embeds"], "Discord refuses an empty message"
+    if body.get("files"):
+        assert body["content"], "whatever is left out is attached, and the user is told"
+
+
+@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(answers(), st.booleans())
+def test_any_answer_stays_within_discords_limits(a, with_site):
+    body = render_answer(a, ask_id="0123456789abcdef", site_base_url="https://kb.example.org" if with_site else "")
+    snippets = [f["snippet"]["code"].rstrip("\n") for r in a["results"] for f in r["fixes"] if f["snippet"]]
+    check_limits(body, snippets)
+    # the results shown are the first ones, in order, no gaps; each one with its sources
+    shown = [
+        int(m.group(1))
+        for e in body["embeds"]
+        if (m := re.match(r"entry-(\d+)-", (e.get("footer") or {}).get("text", "")))
+    ]
+    assert shown == list(range(len(shown)))
+    label = "来源" if a["lang"] == "zh" else "Sources"
+    with_sources = sum(1 for i in shown if a["results"][i]["sources"])
+    labelled = sum(1 for e in body["embeds"] for f in e.get("fields", []) if f["name"] == label)
+    labelled += sum(e.get("description", "").count(f"**{label}**\n") for e in body["embeds"])
+    assert labelled >= with_sources
+    assert custom_ids(body) and len(body["components"]) == 1
+
+
+@hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pools(), st.sampled_from(["en", "zh"]), st.integers(0, 30))
+def test_entry_lint_and_memory_stay_within_limits(p, lang, n_findings):
+    result = _result(p, 0)
+    snippets = [f["snippet"]["code"].rstrip("\n") for f in result["fixes"] if f["snippet"]]
+    check_limits(render_entry(result, lang, "https://kb.example.org"), snippets)
+    findings = [{**_finding(p), "message_zh": "中文 " + p.text(), "suggestion_zh": None} for _ in range(n_findings)]
+    lint = render_lint({"file": "x.json", "kind": "deepspeed", "format": "json", "findings": findings}, lang)
+    if findings:
+        check_limits(lint, [])
+    else:
+        assert lint["content"] and not lint["embeds"]
+    check_limits(render_memory(_memory(p), lang), [])
+
+
+def test_code_block_helper_keeps_fences_balanced():
+    block = code_block("a = '```'\n@everyone", "python")
+    assert block.startswith("```python\n") and block.endswith("\n```") and block.count("```") == 2
