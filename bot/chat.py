@@ -46,7 +46,11 @@ def sections(answer: Any) -> list[Section]:
         if b.kind == "rule":
             result = (result or 0) + 1
             continue
-        starts = b.kind in ("title", "heading") or (b.kind == "item" and b.style == "ok" and b.level == 1 and _is_fix(b))
+        starts = (
+            b.kind in ("title", "heading")
+            or (b.kind == "item" and b.style == "ok" and b.level == 1 and _is_fix(b))
+            or (result is None and b.kind == "text" and b.style == "title")  # the "no confident answer" message
+        )
         if starts or not out:
             out.append(Section([b], result, _kind(b, result)))
         else:

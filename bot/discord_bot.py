@@ -277,6 +277,10 @@ class KbDiscordBot(discord.Client):
             lang = detect_lang(query or "")
             text = None
             if config is not None:
+                gated = self._svc().precheck(lang, user, channel)  # allow-list and rate limit before any download
+                if gated is not None:
+                    await interaction.followup.send(**send_kwargs(render(gated)))
+                    return
                 try:
                     text = await self.read_config(config, lang)
                 except AttachmentRefused as e:

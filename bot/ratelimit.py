@@ -15,6 +15,12 @@ class TokenBucket:
         self.now = now
         self.stamp = now()
 
+    def peek(self) -> float:
+        """Like ``take`` but consumes nothing: 0.0 when a token is available, else the seconds to wait."""
+        t = self.now()
+        tokens = min(self.burst, self.tokens + (t - self.stamp) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     def take(self) -> float:
         """0.0 when a token was taken, else the seconds until one is available."""
         t = self.now()
@@ -51,6 +57,15 @@ class RateLimiter:
                 self._buckets.clear()  # bounded memory; a reset only ever lets users through
             b = self._buckets[(kind, key)] = TokenBucket(*self._cfg[kind], now=self._now)
         return b
+
+    def peek(self, user: str, channel: str) -> tuple[str, float] | None:
+        """Would ``check`` allow it? Consumes nothing (an adapter asks before downloading an attachment)."""
+        with self._lock:
+            for kind, key in (("user", user), ("channel", channel)):
+                wait = self._bucket(kind, key).peek()
+                if wait:
+                    return kind, wait
+            return None
 
     def check(self, user: str, channel: str) -> tuple[str, float] | None:
         """None when allowed; else ("user" | "channel", seconds to wait)."""

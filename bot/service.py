@@ -139,10 +139,14 @@ class AnswerService:
 
     # ------------------------------------------------------------ gates shared by every request
 
-    def _gate(self, lang: str, user: str | None, channel: str | None) -> Reply | None:
+    def precheck(self, lang: str, user: str | None, channel: str | None) -> Reply | None:
+        """The allow-list and rate limits, consuming nothing: call it before downloading an attachment."""
+        return self._gate(lang, user, channel, consume=False)
+
+    def _gate(self, lang: str, user: str | None, channel: str | None, consume: bool = True) -> Reply | None:
         if not self.settings.allowed(channel):
             return Reply("refused", lang, message=msg(lang, "not_allowed"))
-        limited = self.limiter.check(str(user), str(channel))
+        limited = (self.limiter.check if consume else self.limiter.peek)(str(user), str(channel))
         if limited:
             who, wait = limited
             return Reply("rate_limited", lang, message=msg(lang, f"rate_limited_{who}", seconds=max(1, round(wait))))

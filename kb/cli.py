@@ -735,10 +735,13 @@ def feedback_export(settings_path: Path | None, db: Path | None, since: str | No
         for line in lines:
             click.echo(line, nl=False)
         return
+    from kb.present import reports
+
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        f.writelines(lines)
+        n = sum(f.write(line) > 0 for line in lines)
     tmp.replace(out)  # all or nothing
+    click.echo(reports.exported(n, str(out)), nl=False, err=True)
 
 
 # ---------------------------------------------------------------- registry

@@ -213,3 +213,7 @@ def gaps(rep: dict[str, Any]) -> str:
         if g["downvote_reasons"]:
             out.append("     down-vote reasons: " + ", ".join(f"{k} {v}" for k, v in g["downvote_reasons"].items()))
     return _lines(*out)
+
+
+def exported(n: int, path: str) -> str:
+    return f"wrote {n} question(s) to {path}\n"
