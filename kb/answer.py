@@ -281,7 +281,13 @@ def entry_result(
         applies_to=dict(e.get("applies_to") or {}),
         related=list(e.get("related", [])),
         withdrawn=(f"{w['date']}: {w['reason']}" if w else None),
+        path=site_path(lang, e["id"]),
     )
+
+
+def site_path(lang: str, entry_id: str) -> str:
+    """Where an entry's page lives on the static site (kb export), relative to the site's base URL."""
+    return f"/{lang}/{entry_id}/"
 
 
 _SOURCE_FIELDS = ("type", "url", "package", "version", "file", "line", "note")

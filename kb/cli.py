@@ -85,6 +85,13 @@ def _fmt(fmt: str) -> str:
     return "terminal" if sys.stdout.isatty() else "plain"
 
 
+SITE_URL = click.option(
+    "--site-url",
+    envvar="KB_SITE_URL",
+    default="",
+    metavar="URL",
+    help="Base URL of the static site (kb export): link each result to its page. Default: $KB_SITE_URL.",
+)
 FORMAT = click.option(
     "--format",
     "fmt",
@@ -171,7 +178,8 @@ def check(entries_dir: Path | None, as_json: bool) -> None:
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON (the entry format).")
 @FORMAT
-def show(entry_id: str, lang: str, as_json: bool, fmt: str) -> None:
+@SITE_URL
+def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> None:
     """Render one entry (by id or alias), the same way `kb ask` renders its results."""
     from kb.entries import EntryError, load_entries
 
@@ -194,7 +202,7 @@ def show(entry_id: str, lang: str, as_json: bool, fmt: str) -> None:
     from kb.present import render_entry
 
     result = to_dict(entry_result(data, lang, _registry()))
-    click.echo(render_entry(result, lang, _fmt(fmt)), nl=False)
+    click.echo(render_entry(result, lang, _fmt(fmt), site_url), nl=False)
 
 
 # ---------------------------------------------------------------- index / ask
@@ -292,7 +300,17 @@ def _engine():
     "one answer or error object per line out.",
 )
 @FORMAT
-def ask(query: str | None, config_path: str | None, k: int, lang: str, as_json: bool, jsonl: str | None, fmt: str) -> None:
+@SITE_URL
+def ask(
+    query: str | None,
+    config_path: str | None,
+    k: int,
+    lang: str,
+    as_json: bool,
+    jsonl: str | None,
+    fmt: str,
+    site_url: str,
+) -> None:
     """Ask about a symptom or paste an error (QUERY, or - for stdin): ranked, verified fixes, or an honest
     "no confident answer". Exit 0 answered, 3 no confident answer, 2 bad input."""
     from kb.answer import QueryError
@@ -317,7 +335,7 @@ def ask(query: str | None, config_path: str | None, k: int, lang: str, as_json: 
     else:
         from kb.present import render_answer
 
-        click.echo(render_answer(ans, _fmt(fmt)), nl=False)
+        click.echo(render_answer(ans, _fmt(fmt), site_url), nl=False)
     sys.exit(0 if ans.answered else 3)
 
 

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: Result.path (the entry's page on the static site)
 
 Lang = Literal["en", "zh"]
 Severity = Literal["error", "warning", "info"]
@@ -97,6 +97,7 @@ class Result:
     applies_to: dict[str, str] = field(default_factory=dict)  # package -> PEP 440 specifier
     related: list[str] = field(default_factory=list)
     withdrawn: str | None = None  # the reason, when the entry was withdrawn (kb show only)
+    path: str = ""  # the entry's page on the static site (kb export), relative to its base URL: /<lang>/<id>/
 
 
 @dataclass

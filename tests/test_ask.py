@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from kb.answer import Engine, QueryError
 from kb.cli import main
 from kb.configs import ConfigError
+from kb.contract import SCHEMA_VERSION
 from kb.index import IndexCorrupt, IndexMissing, IndexStale, load_index
 from tests.conftest import ENTRIES
 
@@ -99,7 +100,7 @@ def test_cli_ask_real_index(cli_env_real):
 
 def test_answer_carries_param_facts_and_versions(fake_engine):
     ans = ask(fake_engine, "zero3 offload_optimizer pin_memory oom", k=3)
-    assert ans["schema_version"] == "1.0" and ans["answered"]
+    assert ans["schema_version"] == SCHEMA_VERSION and ans["answered"]
     r = ans["results"][0]
     assert [p["id"] for p in r["param_facts"]] == r["params"]
     for p in r["param_facts"]:
@@ -234,7 +235,7 @@ def test_cli_jsonl_validates_each_line(cli_env, tmp_path):
     r = CliRunner().invoke(main, ["ask", "--jsonl", str(f)])
     out = [json.loads(x) for x in r.stdout.strip().splitlines()]
     assert len(out) == 12  # one per non-empty line, in order
-    assert out[0]["schema_version"] == "1.0" and "results" in out[0]
+    assert out[0]["schema_version"] == SCHEMA_VERSION and "results" in out[0]
     assert out[1]["config_facts"]["zero_stage"] == 2
     assert out[6]["config_facts"]["zero_stage"] == 3
     assert out[11]["lang"] == "zh"
@@ -337,7 +338,7 @@ def test_first_run_builds_with_progress_on_a_pipe(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["ask", SEED_EN, "--json"])
     assert r.exit_code in (0, 3), r.output
     assert "no index yet" in r.stderr and "embedding:" in r.stderr and "built " in r.stderr
-    assert json.loads(r.stdout)["schema_version"] == "1.0"
+    assert json.loads(r.stdout)["schema_version"] == SCHEMA_VERSION
 
 
 def test_crash_mid_build_leaves_previous_index(scratch, monkeypatch):

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from kb import contract
 from kb.cli import main
+from kb.contract import SCHEMA_VERSION
 from kb.i18n import MESSAGES, fields_of
 from kb.present import labels, markdown, plain, render_answer, terminal
 from kb.present.doc import answer_blocks
@@ -59,7 +60,7 @@ def test_kb_ask_jsonl_validates(cli_env, validator, tmp_path):
 
 def test_schema_rejects_what_it_should(validator):
     with pytest.raises(jsonschema.ValidationError):
-        validator.validate({"schema_version": "1.0", "query": "x"})  # neither an answer nor an error
+        validator.validate({"schema_version": SCHEMA_VERSION, "query": "x"})  # neither an answer nor an error
     with pytest.raises(jsonschema.ValidationError):
         validator.validate({"schema_version": "0.9", "error": "x", "kind": "input", "line": None})
 
@@ -169,3 +170,13 @@ def _strip_ansi(s: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;]*m", "", s)
+
+
+def test_results_carry_their_site_path_and_presenters_link_it(cli_env):
+    r = CliRunner().invoke(main, ["ask", "zero3 oom first step", "--json"])
+    res = json.loads(r.stdout)["results"]
+    assert res and all(x["path"] == f"/en/{x['id']}/" for x in res)
+    r = CliRunner().invoke(main, ["ask", "ZeRO-3第一步就OOM", "--site-url", "https://kb.example.org/"])
+    assert "页面: https://kb.example.org/zh/" in r.stdout
+    r = CliRunner().invoke(main, ["show", "nvme-offload-setup"], env={"KB_SITE_URL": "https://kb.example.org"})
+    assert "Page: https://kb.example.org/en/nvme-offload-setup/" in r.stdout

@@ -46,6 +46,7 @@ from bot.discord_render import (
 from bot.messages import msg
 from bot.service import AnswerService, Reply
 from bot.settings import Settings
+from kb.contract import SCHEMA_VERSION
 from tests.conftest import ROOT
 
 APP_ID = 2
@@ -966,7 +967,7 @@ def answers(draw) -> dict[str, Any]:
     results = [_result(p, i) for i in range(draw(st.integers(0, 20)))]
     answered = bool(results)
     return {
-        "schema_version": "1.0",
+        "schema_version": SCHEMA_VERSION,
         "query": p.text(),
         "lang": draw(st.sampled_from(["en", "zh"])),
         "answered": answered,

@@ -16,6 +16,7 @@ from bot.ratelimit import RateLimiter, TokenBucket
 from bot.service import AnswerService, AskRequest, AttachmentRefused
 from bot.settings import Settings, SettingsError, load_settings
 from kb.cli import main
+from kb.contract import SCHEMA_VERSION as ANSWER_SCHEMA
 
 
 @pytest.fixture()
@@ -34,7 +35,7 @@ def run(coro):
 def test_answers_and_records(service):
     r = run(service.ask(AskRequest("ZeRO-3第一步就OOM", platform="test", user_id="u1", channel_id="c1")))
     assert r.kind in ("answer", "no_answer") and r.lang == "zh" and r.ask_id
-    assert r.answer["schema_version"] == "1.0"
+    assert r.answer["schema_version"] == ANSWER_SCHEMA
     rec = next(service.store.asks())
     assert rec.query == "ZeRO-3第一步就OOM" and rec.user_hash and rec.user_hash != "u1"  # hashed, never stored raw
 
@@ -117,7 +118,7 @@ def test_attachments(service):
         service.read_attachment("model.bin", "application/octet-stream", 10, b"\x00\x01", "en")
     with pytest.raises(AttachmentRefused, match="不是文本文件"):
         service.read_attachment("ds.json", "application/json", 4, b"a\x00bc", "zh")
-    assert service.read_attachment("ds.json", None, 30, '{"zero_optimization": {}}'.encode(), "en").startswith("{")
+    assert service.read_attachment("ds.json", None, 30, b'{"zero_optimization": {}}', "en").startswith("{")
     assert service.read_attachment("配置.yaml", "text/yaml", 9, "阶段: 3".encode("gbk"), "zh") == "阶段: 3"
 
 

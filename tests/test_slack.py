@@ -43,6 +43,7 @@ from bot.slack_bot import (
     run,
     unslack,
 )
+from kb.contract import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "bot" / "slack-manifest.yaml"
@@ -797,7 +798,7 @@ def answers(draw):
         else [{"id": r["id"], "title": r["title"], "score": r["score"], "closest": True} for r in results[:3]]
     )
     return {
-        "schema_version": "1.0",
+        "schema_version": SCHEMA_VERSION,
         "query": draw(text_st),
         "lang": draw(st.sampled_from(["en", "zh"])),
         "answered": answered,
@@ -878,7 +879,7 @@ def test_a_snippet_too_long_for_one_block_goes_to_the_file_whole():
         ],
     }
     a = {
-        "schema_version": "1.0",
+        "schema_version": SCHEMA_VERSION,
         "query": "q",
         "lang": "en",
         "answered": True,

@@ -24,19 +24,19 @@ from kb.present import markdown, plain
 FORMATS = ("terminal", "plain", "markdown")
 
 
-def render_answer(answer: Any, fmt: str) -> str:
-    """Render an Answer (or its dict) in one of FORMATS."""
+def render_answer(answer: Any, fmt: str, site_url: str = "") -> str:
+    """Render an Answer (or its dict) in one of FORMATS; with ``site_url``, each result links its site page."""
     if fmt == "terminal":
         from kb.present import terminal
 
-        return terminal.answer(answer)
-    table: dict[str, Callable[[Any], str]] = {"plain": plain.answer, "markdown": markdown.answer}
-    return table[fmt](answer)
+        return terminal.answer(answer, site_url)
+    table: dict[str, Callable[[Any, str], str]] = {"plain": plain.answer, "markdown": markdown.answer}
+    return table[fmt](answer, site_url)
 
 
-def render_entry(result: dict[str, Any], lang: str, fmt: str) -> str:
+def render_entry(result: dict[str, Any], lang: str, fmt: str, site_url: str = "") -> str:
     if fmt == "terminal":
         from kb.present import terminal
 
-        return terminal.entry(result, lang)
-    return {"plain": plain.entry, "markdown": markdown.entry}[fmt](result, lang)
+        return terminal.entry(result, lang, site_url)
+    return {"plain": plain.entry, "markdown": markdown.entry}[fmt](result, lang, site_url)

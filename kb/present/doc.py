@@ -85,7 +85,9 @@ def memory_blocks(m: dict[str, Any], lang: str) -> list[Block]:
     return out
 
 
-def result_blocks(r: dict[str, Any], lang: str, n: int | None = None, all_myths: bool = True) -> list[Block]:
+def result_blocks(
+    r: dict[str, Any], lang: str, n: int | None = None, all_myths: bool = True, site_url: str = ""
+) -> list[Block]:
     """One entry: the same blocks for `kb ask` (numbered results) and `kb show` (one entry, everything)."""
     lb = L(lang)
     title = f"{n}. {r['title']}" if n is not None else r["title"]
@@ -118,12 +120,14 @@ def result_blocks(r: dict[str, Any], lang: str, n: int | None = None, all_myths:
     out += [Block("item", source_text(s), "dim", 1) for s in r["sources"]]
     if r.get("related") and n is None:
         out.append(Block("text", f"{lb['related']}: " + ", ".join(r["related"]), "dim"))
+    if site_url and r.get("path"):
+        out.append(Block("text", f"{lb['page']}: {site_url.rstrip('/')}{r['path']}", "dim"))
     if r.get("why"):
         out.append(Block("text", f"{lb['why']}: {r['why']}", "dim"))
     return out
 
 
-def answer_blocks(answer: Any) -> list[Block]:
+def answer_blocks(answer: Any, site_url: str = "") -> list[Block]:
     a = as_dict(answer)
     lang = a["lang"]
     lb = L(lang)
@@ -149,5 +153,5 @@ def answer_blocks(answer: Any) -> list[Block]:
     for i, r in enumerate(a["results"], 1):
         out.append(Block("rule"))
         # the first result shows all its myths; later ones only those the query repeats
-        out += result_blocks(r, lang, n=i, all_myths=(i == 1))
+        out += result_blocks(r, lang, n=i, all_myths=(i == 1), site_url=site_url)
     return out

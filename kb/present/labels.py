@@ -37,6 +37,7 @@ LABELS: dict[str, dict[str, str]] = {
         "change": "{change}: {gib:.1f} GiB per GPU",
         "note": "note",
         "no_results": "No entry to show.",
+        "page": "Page",
     },
     "zh": {
         "cause": "原因",
@@ -72,6 +73,7 @@ LABELS: dict[str, dict[str, str]] = {
         "change": "{change}：每张卡 {gib:.1f} GiB",
         "note": "说明",
         "no_results": "没有可显示的条目。",
+        "page": "页面",
     },
 }
 

@@ -27,9 +27,9 @@ def blocks_markdown(blocks: list[Block]) -> str:
     return "\n".join(lines).strip("\n") + "\n"
 
 
-def answer(ans: Any) -> str:
-    return blocks_markdown(answer_blocks(ans))
+def answer(ans: Any, site_url: str = "") -> str:
+    return blocks_markdown(answer_blocks(ans, site_url))
 
 
-def entry(result: dict[str, Any], lang: str) -> str:
-    return blocks_markdown(result_blocks(result, lang))
+def entry(result: dict[str, Any], lang: str, site_url: str = "") -> str:
+    return blocks_markdown(result_blocks(result, lang, site_url=site_url))

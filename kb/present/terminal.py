@@ -54,9 +54,9 @@ def blocks_ansi(blocks: list[Block], color_system: str | None = "standard") -> s
     return buf.getvalue()
 
 
-def answer(ans: Any, color_system: str | None = "standard") -> str:
-    return blocks_ansi(answer_blocks(ans), color_system)
+def answer(ans: Any, site_url: str = "", color_system: str | None = "standard") -> str:
+    return blocks_ansi(answer_blocks(ans, site_url), color_system)
 
 
-def entry(result: dict[str, Any], lang: str, color_system: str | None = "standard") -> str:
-    return blocks_ansi(result_blocks(result, lang), color_system)
+def entry(result: dict[str, Any], lang: str, site_url: str = "", color_system: str | None = "standard") -> str:
+    return blocks_ansi(result_blocks(result, lang, site_url=site_url), color_system)
