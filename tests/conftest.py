@@ -30,6 +30,11 @@ settings.register_profile("ci", derandomize=True, deadline=None, suppress_health
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
+
+def fuzz_examples(deep: int) -> int:
+    """Examples for a fuzz test: ``deep`` with KB_FUZZ=1 (a fuzzing run), a tenth of it in the everyday suite."""
+    return deep if os.environ.get("KB_FUZZ") else max(100, deep // 10)
+
 QUALITY_FIXTURES = {"engine", "built_index", "cli_env_real"}
 
 
