@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from bot.chat import Section, entry_sections, neutralise_discord, pack, sections
 from bot.feedback import REASONS
 from bot.messages import msg
 from kb.present.doc import Block, as_dict
 from kb.present.labels import L
+from kb.present.links import REPOS, code_url, entry_url  # noqa: F401 - re-exported for callers
 
 PLATFORM = "Discord"
 ANSWER_FILE = "answer.md"
@@ -58,21 +59,6 @@ LIMITS = {
 }
 
 COLOR = {"result": 0x5865F2, "error": 0xED4245, "warning": 0xFEE75C, "ok": 0x57F287, "dim": 0x95A5A6}
-
-# package -> (GitHub repository, path of the package's folder in it); tags are "v" + version for all of them
-REPOS: dict[str, tuple[str, str]] = {
-    "deepspeed": ("deepspeedai/DeepSpeed", ""),
-    "transformers": ("huggingface/transformers", "src/"),
-    "accelerate": ("huggingface/accelerate", "src/"),
-    "peft": ("huggingface/peft", "src/"),
-    "torch": ("pytorch/pytorch", ""),
-}
-# files the DeepSpeed wheel places inside the package that live elsewhere in the repository (setup.py copies them)
-_DS_MOVED = (
-    ("deepspeed/accelerator/", "accelerator/"),
-    ("deepspeed/ops/op_builder/", "op_builder/"),
-    ("deepspeed/ops/csrc/", "csrc/"),
-)
 
 _ASK_ID = r"[0-9A-Za-z_-]{1,64}"
 CUSTOM_ID = re.compile(
@@ -152,34 +138,6 @@ def link(text: str, url: str | None) -> str:
     if not url or not url.startswith(("https://", "http://")):
         return _link_text(text)
     return f"[{_link_text(text)}]({_link_url(url)})"
-
-
-def code_url(s: dict[str, Any]) -> str | None:
-    """The GitHub URL of a code source at its release tag and line(s), or None for an unknown package."""
-    if s.get("url"):
-        return s["url"]
-    repo = REPOS.get((s.get("package") or "").lower())
-    if repo is None or not s.get("file") or not s.get("version"):
-        return None
-    path = s["file"]
-    if repo[0] == "deepspeedai/DeepSpeed":
-        for old, new in _DS_MOVED:
-            if path.startswith(old):
-                path = new + path[len(old) :]
-                break
-    anchor = ""
-    if s.get("line"):
-        lo, _, hi = str(s["line"]).partition("-")
-        anchor = f"#L{lo.strip()}" + (f"-L{hi.strip()}" if hi.strip() else "")
-    return f"https://github.com/{repo[0]}/blob/v{s['version']}/{repo[1]}{quote(path)}{anchor}"
-
-
-def entry_url(base: str, lang: str, entry_id: str) -> str | None:
-    """``{site_base_url}/{lang}/{id}/`` when a site base URL is set."""
-    base = (base or "").strip().rstrip("/")
-    if not base.startswith(("https://", "http://")):
-        return None
-    return f"{base}/{'zh' if lang == 'zh' else 'en'}/{quote(entry_id)}/"
 
 
 def _short_url(url: str) -> str:

@@ -45,6 +45,7 @@ from bot.feedback import REASONS
 from bot.messages import msg
 from kb.present.doc import Block, as_dict, finding_blocks, memory_blocks, source_text
 from kb.present.labels import L
+from kb.present.links import code_url, entry_url
 
 PLATFORM = "Slack"
 
@@ -73,17 +74,6 @@ PER_BLOCK = BLOCKS_CHARS // MAX_BLOCKS  # what one block costs at least: 50 bloc
 ACTION_IDS = ("kb_more", "kb_lang", "kb_vote_up", "kb_vote_down", "kb_reason")
 _ASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
-# code sources link to the tagged release on GitHub: package -> (repository, path prefix of the package in it)
-CODE_REPOS: dict[str, tuple[str, str]] = {
-    "deepspeed": ("deepspeedai/DeepSpeed", ""),
-    "transformers": ("huggingface/transformers", "src/"),
-    "accelerate": ("huggingface/accelerate", "src/"),
-    "peft": ("huggingface/peft", "src/"),
-    "torch": ("pytorch/pytorch", ""),
-    "safetensors": ("huggingface/safetensors", "bindings/python/py_src/"),
-}
-_LINE = re.compile(r"^(\d+)(?:-(\d+))?$")
-_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+-]*$")
 
 
 # ---------------------------------------------------------------- text helpers
@@ -132,29 +122,7 @@ def _link(url: str | None, label: str) -> str:
     return f"<{safe}|{esc(label)}>"
 
 
-def source_url(s: dict[str, Any]) -> str | None:
-    """The source's own URL, else for code the file at the release tag on GitHub (with the line anchor)."""
-    if s.get("url"):
-        return s["url"] if urlsplit(s["url"]).scheme in ("http", "https") else None
-    if s.get("type") != "code" or s.get("package") not in CODE_REPOS:
-        return None
-    version, file, line = str(s.get("version") or ""), str(s.get("file") or ""), str(s.get("line") or "")
-    if not _VERSION.match(version) or not file or ".." in file.split("/") or file.startswith("/"):
-        return None
-    repo, prefix = CODE_REPOS[s["package"]]
-    url = f"https://github.com/{repo}/blob/v{version}/{quote(prefix + file)}"
-    m = _LINE.match(line)
-    if m:
-        url += f"#L{m.group(1)}" + (f"-L{m.group(2)}" if m.group(2) else "")
-    return url
-
-
-def entry_url(site_base_url: str, lang: str, entry_id: str) -> str | None:
-    """``{site_base_url}/{lang}/{id}/`` (the static site's page), or None without a base URL."""
-    base = (site_base_url or "").strip().rstrip("/")
-    if not base or urlsplit(base).scheme not in ("http", "https"):
-        return None
-    return f"{base}/{'zh' if lang == 'zh' else 'en'}/{quote(entry_id, safe='')}/"
+source_url = code_url  # one home: kb.present.links
 
 
 def source_mrkdwn(s: dict[str, Any]) -> str:

@@ -180,3 +180,18 @@ def test_results_carry_their_site_path_and_presenters_link_it(cli_env):
     assert "页面: https://kb.example.org/zh/" in r.stdout
     r = CliRunner().invoke(main, ["show", "nvme-offload-setup"], env={"KB_SITE_URL": "https://kb.example.org"})
     assert "Page: https://kb.example.org/en/nvme-offload-setup/" in r.stdout
+
+
+def test_code_links_point_at_the_release_file_and_line():
+    from kb.present.links import code_url, entry_url
+
+    ds = {"type": "code", "package": "deepspeed", "version": "0.19.8", "file": "deepspeed/runtime/zero/stage3.py", "line": "4016-4050"}
+    assert code_url(ds) == "https://github.com/deepspeedai/DeepSpeed/blob/v0.19.8/deepspeed/runtime/zero/stage3.py#L4016-L4050"
+    tf = {"type": "code", "package": "transformers", "version": "5.24.0", "file": "transformers/trainer.py", "line": "12"}
+    assert code_url(tf) == "https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/trainer.py#L12"
+    moved = {"type": "code", "package": "deepspeed", "version": "0.19.8", "file": "deepspeed/ops/op_builder/builder.py", "line": "710"}
+    assert code_url(moved).endswith("/blob/v0.19.8/op_builder/builder.py#L710")
+    assert code_url({"type": "code", "package": "deepspeed", "version": "0.19.8", "file": "../etc/passwd", "line": "1"}) is None
+    assert code_url({"type": "docs", "url": "javascript:alert(1)"}) is None
+    assert entry_url("https://kb.example.org/", "zh", "nvme-offload-setup") == "https://kb.example.org/zh/nvme-offload-setup/"
+    assert entry_url("", "en", "x") is None
