@@ -30,7 +30,7 @@ import numpy as np
 
 from kb.entries import Entry, entry_files, load_entry_errors
 from kb.index import entries_fingerprint
-from kb.paths import entries_dir, index_dir, registry_dir
+from kb.paths import data_dir, entries_dir, index_dir, registry_dir
 
 INDEX_FORMAT = 1
 
@@ -115,8 +115,13 @@ def build_index(
     embedder_spec: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     embedder=None,
+    save_vectors: bool = False,
 ) -> BuildReport:
-    """Build (or incrementally rebuild) the index. Only units whose text changed are re-embedded."""
+    """Build (or incrementally rebuild) the index. Only units whose text changed are re-embedded.
+
+    Vectors are reused by unit content hash from the previous build and from the shipped vector cache
+    (data/embeddings/<embedder>.npz), so a fresh clone's first build embeds nothing that is already known.
+    ``save_vectors`` rewrites that cache with exactly the current units' vectors."""
     import bm25s
     import faiss
 
@@ -146,6 +151,8 @@ def build_index(
         manifest, units_prev, vecs_prev = prev
         dense_rows = [u for u in units_prev if u["dense"]]
         reuse = {u["hash"]: vecs_prev[i] for i, u in enumerate(dense_rows)}
+    for h, v in load_vector_cache(embedder.id).items():
+        reuse.setdefault(h, v)
     old_hashes = prev[0]["entries"] if prev is not None else {}
 
     units: list[Unit] = []
@@ -216,6 +223,8 @@ def build_index(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _prune(builds, keep=build_id)
+    if save_vectors:
+        save_vector_cache(embedder.id, [u.hash for u in dense_units], vectors)
     return BuildReport(
         path=str(out / "current"),
         entries=len(entries),
@@ -227,6 +236,43 @@ def build_index(
         embedder=embedder.id,
         skipped=skipped,
     )
+
+
+def vector_cache_path(embedder_id: str) -> Path:
+    """data/embeddings/<embedder id>.npz: the vectors of the shipped entries' units, keyed by content hash."""
+    return data_dir() / "embeddings" / (re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id) + ".npz")
+
+
+def load_vector_cache(embedder_id: str) -> dict[str, np.ndarray]:
+    path = vector_cache_path(embedder_id)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if str(z["embedder"]) != embedder_id:
+                return {}
+            return {h: v for h, v in zip(z["hashes"].tolist(), z["vectors"], strict=True)}
+    except (OSError, KeyError, ValueError):
+        return {}  # no cache (or an unreadable one): everything is embedded, nothing breaks
+
+
+def save_vector_cache(embedder_id: str, hashes: list[str], vectors: np.ndarray) -> Path:
+    """Write the cache atomically, sorted by hash (deterministic bytes for the same units)."""
+    path = vector_cache_path(embedder_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    order = sorted(range(len(hashes)), key=lambda i: hashes[i])
+    uniq, rows = [], []
+    for i in order:
+        if not uniq or uniq[-1] != hashes[i]:
+            uniq.append(hashes[i])
+            rows.append(vectors[i])
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(
+        tmp,
+        embedder=np.array(embedder_id),
+        hashes=np.array(uniq, dtype="U16"),
+        vectors=np.stack(rows).astype(np.float32) if rows else np.zeros((0, vectors.shape[1]), np.float32),
+    )
+    os.replace(tmp, path)
+    return path
 
 
 EXACT_LIMIT = 50_000  # above this many units an exhaustive scan costs > 5 ms a query; use HNSW

@@ -222,8 +222,13 @@ def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> No
     default=None,
     help="Index folder (default: index/ or $KB_INDEX).",
 )
+@click.option(
+    "--save-vectors",
+    is_flag=True,
+    help="Also rewrite data/embeddings/<embedder>.npz (the vectors shipped with the entries; commit it with them).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
-def build(embedder: str | None, full: bool, index_path: Path | None, as_json: bool) -> None:
+def build(embedder: str | None, full: bool, index_path: Path | None, save_vectors: bool, as_json: bool) -> None:
     """Build or incrementally update the retrieval index (FAISS + BM25) from data/entries."""
     import shutil
     from dataclasses import asdict
@@ -239,7 +244,7 @@ def build(embedder: str | None, full: bool, index_path: Path | None, as_json: bo
         (out / "current").unlink()
         shutil.rmtree(out / "builds", ignore_errors=True)
     try:
-        rep = build_index(out, embedder_spec=embedder, progress=progress_callback(sys.stderr))
+        rep = build_index(out, embedder_spec=embedder, progress=progress_callback(sys.stderr), save_vectors=save_vectors)
     except EntryError as e:
         raise KbError(f"{e} (run `kb check`)") from None
     except UnknownEmbedder as e:
@@ -776,9 +781,9 @@ def feedback_export(settings_path: Path | None, db: Path | None, since: str | No
 
 @main.command("export")
 @click.argument("out", metavar="DIR", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--base-url", default="", help="Where the site will be hosted (canonical links), e.g. https://example.org/kb/.")
+@click.option("--base-url", default="", help="Where the site will be hosted (canonical links): https://host/path/.")
 @click.option("--lang", type=click.Choice(["en", "zh", "both"]), default="both", show_default=True)
-@click.option("--docs-url", default="", envvar="KB_DOCS_URL", help="Base URL of kb's docs/ folder, to link `kb lint` docs.")
+@click.option("--docs-url", default="", envvar="KB_DOCS_URL", help="URL of kb's docs/ folder (links `kb lint` docs).")
 @click.option("--serve", is_flag=True, help="Then serve DIR on 127.0.0.1 for a preview (Ctrl-C stops).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="With --serve.")
 @click.option("--json", "as_json", is_flag=True, help="Print the export report as JSON.")

