@@ -71,6 +71,13 @@ class AskRecord:
         return asdict(self)
 
 
+def shown_results(answer: dict[str, Any]) -> tuple[list[dict[str, Any]], float | None]:
+    """What the user was shown ({id, score} of the results, or of the closest entries when declined) and the top score."""
+    shown = answer.get("results") or answer.get("closest") or []
+    results = [{"id": r["id"], "score": r["score"]} for r in shown]
+    return results, (results[0]["score"] if results else None)
+
+
 class FeedbackStore(Protocol):
     def record_ask(
         self, answer: dict[str, Any], platform: str, channel: str | None, user: str | None, ts: float | None = None
@@ -126,9 +133,7 @@ class SQLiteStore:
         self, answer: dict[str, Any], platform: str, channel: str | None, user: str | None, ts: float | None = None
     ) -> str:
         ask_id = uuid.uuid4().hex[:16]
-        shown = answer.get("results") or answer.get("closest") or []
-        results = [{"id": r["id"], "score": r["score"]} for r in shown]
-        top = results[0]["score"] if results else None
+        results, top = shown_results(answer)
         con = self._con()
         with con:
             con.execute(
@@ -200,8 +205,7 @@ class MemoryStore:
         self, answer: dict[str, Any], platform: str, channel: str | None, user: str | None, ts: float | None = None
     ) -> str:
         ask_id = uuid.uuid4().hex[:16]
-        shown = answer.get("results") or answer.get("closest") or []
-        results = [{"id": r["id"], "score": r["score"]} for r in shown]
+        results, top = shown_results(answer)
         rec = AskRecord(
             ask_id,
             time.time() if ts is None else ts,
@@ -211,7 +215,7 @@ class MemoryStore:
             answer.get("query", ""),
             answer.get("lang", "en"),
             bool(answer.get("answered")),
-            results[0]["score"] if results else None,
+            top,
             results,
         )
         with self._lock:
