@@ -155,7 +155,7 @@ def skipped(paths: list[str]) -> str:
 
 def build_started(reason: str) -> str:
     return {
-        "missing": "no index yet: building it (first run only; about a minute on 2 idle cores) ...",
+        "missing": "no index yet: building it (first run only; vectors of the shipped entries come from data/embeddings/) ...",
         "stale": "entries changed since the last build: updating the index ...",
     }.get(reason, f"building the index ({reason}) ...")
 
