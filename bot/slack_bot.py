@@ -55,24 +55,24 @@ _ASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MEM_CHOICES = {"offload": ("none", "optimizer", "optimizer+param"), "precision": ("bf16", "fp16", "fp32")}
 
 
-def _int(lo: int, hi: int) -> Callable[[str], int]:
-    def conv(v: str) -> int:
-        n = int(v)
-        if not lo <= n <= hi:
-            raise ValueError(f"must be between {lo} and {hi}")
-        return n
+def _bounded(cast: Callable[[str], float], lo: float, hi: float) -> Callable[[str], float]:
+    """A converter for `/kb mem key=value`: ``cast`` the text, refuse values outside [lo, hi]."""
 
-    return conv
-
-
-def _float(lo: float, hi: float) -> Callable[[str], float]:
     def conv(v: str) -> float:
-        n = float(v)
+        n = cast(v)
         if not lo <= n <= hi:
             raise ValueError(f"must be between {lo:g} and {hi:g}")
         return n
 
     return conv
+
+
+def _int(lo: int, hi: int) -> Callable[[str], float]:
+    return _bounded(int, lo, hi)
+
+
+def _float(lo: float, hi: float) -> Callable[[str], float]:
+    return _bounded(float, lo, hi)
 
 
 def _bool(v: str) -> bool:

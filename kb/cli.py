@@ -70,10 +70,10 @@ def main() -> None:
 
 
 def _registry():
-    from kb.registry import Registry
+    from kb.registry import default_registry
 
     try:
-        return Registry.load()
+        return default_registry()  # the one instance kb.memory and the engine use too
     except FileNotFoundError as e:
         raise KbError(str(e), "index") from None
 

@@ -69,11 +69,16 @@ class Finding:
 class Case:
     """A config a rule must flag (bad) or must not flag (ok), with the lint options it needs."""
 
-    config: str  # the text a user would paste: JSON, YAML or a command line
+    raw: str | dict[str, Any]  # the text a user would paste (JSON, YAML, a command line), or a dict to dump as JSON
     note: str = ""
     world_size: int | None = None
     model_params: float | None = None
     gpu_mem_gib: float = DEFAULT_GPU_MEM_GIB
+
+    @property
+    def config(self) -> str:
+        """The case's config text (dicts are dumped only when a test or the docs ask: not at import)."""
+        return self.raw if isinstance(self.raw, str) else json.dumps(self.raw, indent=2)
 
     def lint(self, registry: Registry) -> list[Finding]:
         cfg = parse_config(self.config, f"<case {self.note}>")
@@ -279,8 +284,9 @@ def _unknown(v: KeyVisit) -> bool:
     return v.rec is None and not (v.status == "misplaced" and v.where)
 
 
-def _ds(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, indent=2)
+def _ds(obj: dict[str, Any]) -> dict[str, Any]:
+    """A DeepSpeed JSON case (kept as a dict; Case.config dumps it when used)."""
+    return obj
 
 
 # ---------------------------------------------------------------- the rules, in code order
