@@ -1081,7 +1081,7 @@ def build_registry(
     for pkg in packages or BUILDERS:
         if progress:
             progress(pkg)
-        records = BUILDERS[pkg]()
+        records = BUILDERS[pkg]() + _hook_records(pkg)
         by_id: dict[str, dict] = {}
         for r in records:
             by_id.setdefault(r["id"], r)
@@ -1093,6 +1093,20 @@ def build_registry(
     manifest["files"] = dict(sorted(manifest["files"].items()))
     _atomic_write(manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
+
+
+def _hook_records(pkg: str) -> list[dict]:
+    """Records of the providers in indexer/registry_hooks.py (each failure said on stderr, never fatal)."""
+    from indexer.registry_hooks import PROVIDERS
+
+    version = _public(md.version(pkg))
+    out: list[dict] = []
+    for module, fn in PROVIDERS:
+        try:
+            out += getattr(importlib.import_module(module), fn)(pkg, version)
+        except Exception as e:  # an older release may lack what a provider reads
+            print(f"registry: {module}.{fn} on {pkg} {version}: {type(e).__name__}: {e}", file=sys.stderr)
+    return out
 
 
 def _public(version: str) -> str:

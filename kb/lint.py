@@ -1350,5 +1350,10 @@ def _truthy(v: Any) -> bool:
     return v is True or (isinstance(v, str) and v.lower() in ("true", "yes", "1"))
 
 
+# rules of their own modules register themselves on import (kept last: they use `rule`, `Ctx`, `Case`)
+from kb.lintrules import frontends, sites, types  # noqa: E402,F401
+
 if __name__ == "__main__":
-    print(rules_markdown())
+    import kb.lint  # the module the rule modules registered with (not this __main__ copy)
+
+    print(kb.lint.rules_markdown())
