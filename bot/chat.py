@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.present.doc import Block, answer_blocks, as_dict, result_blocks
+from kb.present.doc import EQUIVALENTS, Block, answer_blocks, as_dict, result_blocks
 
 # Discord: @everyone / @here and <@id>, <@!id>, <@&role>; Slack: <!everyone>, <!here>, <!channel>, <@U..>, <!subteam^..>
 _DISCORD_PINGS = re.compile(r"@(everyone|here)|<@[!&]?\d+>")
@@ -33,8 +33,10 @@ def escape_slack(text: str) -> str:
 @dataclass
 class Section:
     blocks: list[Block] = field(default_factory=list)
-    result: int | None = None  # which result (1-based) it belongs to; None: before the results (findings, memory, notes)
-    kind: str = "body"  # title | findings | memory | notes | fix | params | myths | sources | message | closest | body
+    result: int | None = (
+        None  # which result (1-based) it belongs to; None: before the results (findings, memory, notes)
+    )
+    kind: str = "body"  # title | findings | memory | notes | fix | equivalent | params | myths | sources | message | closest | body
 
 
 def sections(answer: Any) -> list[Section]:
@@ -49,6 +51,7 @@ def sections(answer: Any) -> list[Section]:
         starts = (
             b.kind in ("title", "heading")
             or (b.kind == "item" and b.style == "ok" and b.level == 1 and _is_fix(b))
+            or b.meta == EQUIVALENTS  # a fix's snippet for another front end: its own, droppable section
             or (result is None and b.kind == "text" and b.style == "title")  # the "no confident answer" message
         )
         if starts or not out:
@@ -61,7 +64,7 @@ def sections(answer: Any) -> list[Section]:
 def entry_sections(result: dict[str, Any], lang: str) -> list[Section]:
     out: list[Section] = []
     for b in result_blocks(result, lang):
-        if b.kind in ("title", "heading") or not out or (b.kind == "item" and _is_fix(b)):
+        if b.kind in ("title", "heading") or not out or (b.kind == "item" and _is_fix(b)) or b.meta == EQUIVALENTS:
             out.append(Section([b], 1, _kind(b, 1)))
         else:
             out[-1].blocks.append(b)
@@ -78,6 +81,8 @@ def _kind(b: Block, result: int | None) -> str:
         return "title"
     if b.kind == "item" and _is_fix(b):
         return "fix"
+    if b.meta == EQUIVALENTS:
+        return "equivalent"
     if result is None and b.kind == "heading":
         from kb.present.labels import LABELS
 

@@ -208,7 +208,7 @@ def build_index(
             "entries_root": str(root.resolve()),
             "units": len(units),
             "dense_units": len(dense_units),
-            "registry": json.loads(reg_manifest.read_text())["files"] if reg_manifest.exists() else {},
+            "registry": _registry_releases(reg_manifest),
             "versions": _versions(),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
@@ -343,3 +343,13 @@ def ensure_index(
     if on_start:
         on_start(reason)
     return build_index(out, root, progress=progress)
+
+
+def _registry_releases(path: Path) -> dict:
+    """What the index was built against: the registry's releases per package (format 2; format 1: its files)."""
+    if not path.exists():
+        return {}
+    m = json.loads(path.read_text(encoding="utf-8"))
+    if "packages" in m:
+        return {pkg: info.get("releases", []) for pkg, info in sorted(m["packages"].items())}
+    return m.get("files", {})

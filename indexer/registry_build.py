@@ -5,8 +5,12 @@ Nothing here is a hand-typed parameter list: every record comes from introspecti
 The lists below name *where to look* (which class, which module); the names, types, defaults,
 aliases, deprecations and source lines all come from the package itself.
 
-Output: ``data/registry/<package>-<version>.jsonl`` (one record per line, sorted by id) and
-``data/registry/manifest.json``. Deterministic: the same packages give byte-identical files.
+Output of :func:`build_registry`: ``<package>-<version>.jsonl`` (format 1: one record per line, sorted by
+id) and a format-1 ``manifest.json`` in the folder given. Deterministic: the same packages give
+byte-identical files. ``kb registry build`` runs it once per release (indexer/registry_releases.py) and
+merges the releases into ``data/registry/<package>.jsonl`` (format 2, docs/registry.md). An older
+release may lack a class, module, function or file named below: that part is skipped and named in
+``SKIPPED`` (the manifest's ``skipped``), never a crash and never a silent gap.
 """
 
 from __future__ import annotations
@@ -29,12 +33,55 @@ from typing import Any
 
 REGISTRY_FORMAT = 1
 
+# What the builder could not read in the release it is building (a class, module, function or file that
+# release lacks): one line each, never a crash and never a silent gap. indexer/registry_releases.py
+# stores it per release (manifest "skipped").
+SKIPPED: list[str] = []
+
+
+def _part(what: str, fn: Callable[..., list[dict]], *args: Any) -> list[dict]:
+    """Run one part of a builder; a part the release lacks is recorded in SKIPPED and gives []."""
+    try:
+        return fn(*args)
+    except (ImportError, AttributeError, OSError, StopIteration, KeyError, TypeError, SyntaxError) as e:
+        SKIPPED.append(f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": "))
+        return []
+
+
+def _skip(what: str, e: BaseException) -> None:
+    SKIPPED.append(f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": "))
+
+
 # ---------------------------------------------------------------- helpers
 
 
 def _pkg_root(pkg: str) -> Path:
     mod = importlib.import_module(pkg)
     return Path(mod.__file__).resolve().parent.parent  # site-packages
+
+
+def _pkg_root_static(pkg: str) -> Path:
+    """site-packages folder of ``pkg`` found without importing it (for the static fallback)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(pkg)
+    if spec is None or spec.origin is None:
+        raise ImportError(pkg)
+    return Path(spec.origin).resolve().parent.parent
+
+
+# Static fallback (a release that cannot be imported with this torch): the classes whose fields can be
+# read from the source by AST, as registry path -> (file, class). Where to look, not what is in it.
+STATIC_CLASSES: dict[str, dict[str, tuple[str, str]]] = {
+    "transformers": {"TrainingArguments": ("transformers/training_args.py", "TrainingArguments")},
+    "accelerate": {"DeepSpeedPlugin": ("accelerate/utils/dataclasses.py", "DeepSpeedPlugin")},
+    "peft": {"LoraConfig": ("peft/tuners/lora/config.py", "LoraConfig")},
+    "deepspeed": {
+        "zero_optimization": ("deepspeed/runtime/zero/config.py", "DeepSpeedZeroConfig"),
+        "bf16": ("deepspeed/runtime/precision_config.py", "DeepSpeedBF16Config"),
+        "fp16": ("deepspeed/runtime/precision_config.py", "DeepSpeedFP16Config"),
+    },
+}
 
 
 def _relfile(obj_or_path: Any, pkg: str) -> str:
@@ -295,10 +342,55 @@ def _ds_trace(config: dict) -> tuple[dict[str, dict[str, Any]], Exception | None
         return log, e
 
 
-def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict]) -> None:
-    from pydantic import BaseModel
+class _V1Field:
+    """A pydantic-v1 ModelField seen through the v2 FieldInfo attributes _walk_model reads
+    (DeepSpeed before 0.15 validated its config with pydantic.v1 models)."""
 
-    for name, f in cls.model_fields.items():
+    def __init__(self, f: Any, cls: type):
+        self._f = f
+        self.alias = f.alias if f.alias != f.name else None
+        self.json_schema_extra = dict(f.field_info.extra)
+        # the annotation as written in the class body (`int`, where v1 reports ConstrainedIntValue)
+        declared = next(
+            (k.__annotations__[f.name] for k in cls.__mro__ if f.name in getattr(k, "__annotations__", {})), None
+        )
+        self.annotation = declared if declared is not None else f.outer_type_
+        self.description = f.field_info.description
+        info = f.field_info
+        self.metadata = [type("Bound", (), {k: getattr(info, k, None) for k in ("gt", "ge", "lt", "le")})()]
+
+    def get_default(self, call_default_factory: bool = True) -> Any:
+        return self._f.get_default()
+
+
+def _is_model(obj: Any) -> bool:
+    """A pydantic model class, v2 or v1."""
+    return (
+        inspect.isclass(obj)
+        and (hasattr(obj, "model_fields") or hasattr(obj, "__fields__"))
+        and (hasattr(obj, "model_config") or hasattr(obj, "__config__"))
+    )
+
+
+def _model_fields(cls: type) -> dict[str, Any]:
+    if hasattr(cls, "model_fields"):
+        return cls.model_fields
+    return {name: _V1Field(f, cls) for name, f in cls.__fields__.items()}
+
+
+def _model_extra(cls: type) -> Any:
+    if hasattr(cls, "model_config"):
+        return cls.model_config.get("extra")
+    extra = getattr(cls.__config__, "extra", None)
+    return getattr(extra, "value", extra)
+
+
+def _model_dump(m: Any) -> Any:
+    return m.model_dump(mode="json") if hasattr(m, "model_dump") else json.loads(m.json())
+
+
+def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict]) -> None:
+    for name, f in _model_fields(cls).items():
         key = f.alias or name
         path = f"{prefix}.{key}" if prefix else key
         extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
@@ -318,9 +410,7 @@ def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict])
                 name=key,
                 path=path,
                 type=_clean_type(f.annotation),
-                default=_default_repr(
-                    default if not isinstance(default, BaseModel) else default.model_dump(mode="json")
-                ),
+                default=_default_repr(default if not _is_model(type(default)) else _model_dump(default)),
                 aliases=sorted({name} - {key}),
                 deprecated=deprecated,
                 replacement=extra.get("new_param") if deprecated else None,
@@ -330,7 +420,7 @@ def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict])
                 source_line=loc[1] if loc else inspect.getsourcelines(cls)[1],
                 choices=_enum_choices(f.annotation),
                 constraints=_constraints(f.metadata),
-                forbids_unknown=(sub.model_config.get("extra") == "forbid") if sub is not None else None,
+                forbids_unknown=(_model_extra(sub) == "forbid") if sub is not None else None,
                 validated=True,
             )
         )
@@ -358,9 +448,7 @@ def _constraints(metadata: list) -> dict | None:
 
 
 def _model_in(ann: Any) -> type | None:
-    from pydantic import BaseModel
-
-    if inspect.isclass(ann) and issubclass(ann, BaseModel):
+    if _is_model(ann):
         return ann
     for a in typing.get_args(ann):
         if (m := _model_in(a)) is not None:
@@ -376,7 +464,11 @@ def _ds_config_records(version: str) -> list[dict]:
     site = str(_pkg_root(pkg))
     out: list[dict] = []
     for section, dotted in DS_SECTION_MODELS.items():
-        cls = _resolve(dotted)
+        try:
+            cls = _resolve(dotted)
+        except (ImportError, AttributeError) as e:
+            _skip(f"section {section} ({dotted})", e)
+            continue
         loc = _obj_line(cls, pkg)
         out.append(
             _record(
@@ -390,12 +482,13 @@ def _ds_config_records(version: str) -> list[dict]:
                 doc=_short_doc(cls.__doc__),
                 source_file=loc[0],
                 source_line=loc[1],
-                forbids_unknown=cls.model_config.get("extra") == "forbid",
+                forbids_unknown=_model_extra(cls) == "forbid",
                 validated=True,
             )
         )
         _walk_model(cls, section, pkg, version, out)
     modeled = {r["path"] for r in out}
+    sections = {r["path"] for r in out if "." not in r["path"]}  # the section models this release has
 
     # Top-level keys and non-pydantic sections: record what DeepSpeedConfig reads.
     base = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
@@ -403,17 +496,19 @@ def _ds_config_records(version: str) -> list[dict]:
     top = sorted(k for k in log if "." not in k)
     removed: dict[str, str] = {}
     for key in top:
-        # a section given as an (empty) dict makes DeepSpeed read its sub-keys
-        sub_log, err = _ds_trace({**base, key: {}})
-        if err is not None and "removed" in str(err).lower():
-            removed[key] = str(err).splitlines()[0]
-        for path, rec in sub_log.items():
-            if path.startswith(key + ".") and path.count(".") == 1:
-                log.setdefault(path, rec)
+        # a section given as an (empty) dict makes DeepSpeed read its sub-keys; given as enabled, the
+        # keys that switch gates (older releases read fp16's loss-scale keys only with fp16 enabled)
+        for probe in ({}, {"enabled": True}):
+            sub_log, err = _ds_trace({**base, key: probe})
+            if not probe and err is not None and "removed" in str(err).lower():
+                removed[key] = str(err).splitlines()[0]
+            for path, rec in sub_log.items():
+                if path.startswith(key + ".") and path.count(".") == 1:
+                    log.setdefault(path, rec)
     for path in sorted(log):
         rec = log[path]
         root = path.split(".")[0]
-        if path in modeled or (root in DS_SECTION_MODELS and path != root):
+        if path in modeled or (root in sections and path != root):
             continue
         fname = rec["file"]
         if not fname.startswith(site):
@@ -449,11 +544,16 @@ def _ds_api_records(version: str) -> list[dict]:
     for dotted in DS_APIS:
         try:
             obj = _resolve(dotted)
-        except (ImportError, AttributeError):
+        except (ImportError, AttributeError) as e:
+            _skip(dotted, e)
             continue
         out.extend(_callable_records(pkg, version, dotted.removeprefix("deepspeed."), obj))
     for dotted in DS_CLASSES_WITH_METHODS:
-        cls = _resolve(dotted)
+        try:
+            cls = _resolve(dotted)
+        except (ImportError, AttributeError) as e:
+            _skip(dotted, e)
+            continue
         out.extend(_method_records(pkg, version, dotted.removeprefix("deepspeed."), cls))
     return out
 
@@ -550,6 +650,17 @@ def _signature_kwargs(pkg: str, version: str, path: str, func: Any, loc: tuple[s
     return out
 
 
+def _annotation(cls: type, name: str, fallback: Any) -> Any:
+    """A dataclass field's annotation as the class wrote it. ``Field.type`` is not used first: transformers'
+    HfArgumentParser rewrites it in place (``Union[str, Path, ...]`` becomes ``Path``) once it has parsed
+    that dataclass, so it would depend on what ran before in the process."""
+    for c in cls.__mro__:
+        ann = vars(c).get("__annotations__", {})
+        if name in ann:
+            return ann[name]
+    return fallback
+
+
 def _dataclass_records(pkg: str, version: str, path: str, cls: type, kind: str = "field") -> list[dict]:
     loc = _obj_line(cls, pkg)
     out = [
@@ -587,7 +698,7 @@ def _dataclass_records(pkg: str, version: str, path: str, cls: type, kind: str =
                 kind=kind,
                 name=f.name,
                 path=f"{path}.{f.name}",
-                type=_clean_type(f.type),
+                type=_clean_type(_annotation(cls, f.name, f.type)),
                 default=_default_repr(default),
                 deprecated=deprecated,
                 doc=_short_doc(help_text),
@@ -598,23 +709,199 @@ def _dataclass_records(pkg: str, version: str, path: str, cls: type, kind: str =
     return out
 
 
+# where a CLI builds its argparse parser: a function that returns it, or one that builds and parses it
+# (then the parser is caught as it starts to parse). Where to look, not what is in it.
+ARGPARSE_FACTORIES = {
+    "deepspeed/launcher/runner.py": "deepspeed.launcher.runner.parse_args",
+    "accelerate/commands/launch.py": "accelerate.commands.launch.launch_command_parser",
+    "torch/distributed/run.py": "torch.distributed.run.get_args_parser",
+    "torch/distributed/launch.py": "torch.distributed.launch.get_args_parser",
+}
+# argparse actions that take no value (nargs=0), by the name add_argument(action=...) gives them
+_NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "append_const", "count", "help", "version"}
+
+
+class _Caught(Exception):
+    def __init__(self, parser: Any):
+        self.parser = parser
+
+
+def _real_parser(relfile: str) -> tuple[Any, tuple[str, int] | None] | None:
+    """The CLI's own ArgumentParser object (and where its factory is), or None when it cannot be built."""
+    import argparse
+    from unittest import mock
+
+    dotted = ARGPARSE_FACTORIES.get(relfile)
+    if dotted is None:
+        return None
+    factory = _resolve(dotted)
+
+    def catch(self, *a, **k):
+        raise _Caught(self)
+
+    with (
+        mock.patch.object(argparse.ArgumentParser, "parse_args", catch),
+        mock.patch.object(argparse.ArgumentParser, "parse_known_args", catch),
+    ):
+        try:
+            parser = factory()
+        except _Caught as c:
+            parser = c.parser
+    if not isinstance(parser, argparse.ArgumentParser):
+        return None
+    return parser, _obj_line(factory, dotted.split(".", 1)[0])
+
+
+def _argparse_ast(tree: ast.AST) -> tuple[dict[str, tuple[int, dict[str, Any]]], bool]:
+    """From the source: option string -> (line, add_argument keywords as AST), and the parser's allow_abbrev."""
+    calls: dict[str, tuple[int, dict[str, Any]]] = {}
+    allow_abbrev = True
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))):
+            continue
+        fname = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        if fname.endswith("ArgumentParser") or fname == "add_parser":
+            ab = kw.get("allow_abbrev")
+            if isinstance(ab, ast.Constant) and ab.value is False:
+                allow_abbrev = False
+        if fname != "add_argument":
+            continue
+        for a in node.args:
+            if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
+                calls.setdefault(a.value, (node.lineno, kw))
+    return calls, allow_abbrev
+
+
+def _custom_action_nargs(tree: ast.AST, root: Path) -> dict[str, Any]:
+    """Action classes the CLI file imports from its package: class name -> the nargs its __init__ passes
+    (torch's ``check_env`` passes ``nargs=0``: a flag without a value)."""
+    out: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+            continue
+        src = root / (node.module.replace(".", "/") + ".py")
+        if not src.exists():
+            continue
+        names = {a.asname or a.name: a.name for a in node.names}
+        for cls in ast.parse(src.read_text(encoding="utf-8")).body:
+            if isinstance(cls, ast.ClassDef) and cls.name in names.values():
+                for k in ast.walk(cls):
+                    if isinstance(k, ast.keyword) and k.arg == "nargs" and isinstance(k.value, ast.Constant):
+                        out.update({alias: k.value.value for alias, real in names.items() if real == cls.name})
+                        break
+    return out
+
+
+def _imported_add_arguments(tree: ast.AST, root: Path, pkg: str) -> dict[str, tuple[str, int]]:
+    """option string -> (file, line) of its add_argument call in the package modules the CLI file imports
+    (torch.distributed.launch builds on torch.distributed.run's parser)."""
+    out: dict[str, tuple[str, int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith(pkg):
+            rel = node.module.replace(".", "/") + ".py"
+            if (root / rel).exists():
+                calls, _ = _argparse_ast(ast.parse((root / rel).read_text(encoding="utf-8")))
+                for opt, (line, _kw) in calls.items():
+                    out.setdefault(opt, (rel, line))
+    return out
+
+
+def _ast_nargs(kw: dict[str, Any], custom: dict[str, Any] | None = None) -> Any:
+    action, nargs = kw.get("action"), kw.get("nargs")
+    if isinstance(action, ast.Constant) and action.value in _NO_VALUE_ACTIONS:
+        return 0
+    if isinstance(action, ast.Name) and custom and action.id in custom and nargs is None:
+        return custom[action.id]
+    if isinstance(nargs, ast.Constant):
+        return nargs.value
+    if nargs is not None and ast.unparse(nargs).rsplit(".", 1)[-1] in ("REMAINDER", "PARSER", "ZERO_OR_MORE"):
+        return {"REMAINDER": "...", "PARSER": "A...", "ZERO_OR_MORE": "*"}[ast.unparse(nargs).rsplit(".", 1)[-1]]
+    return None
+
+
 def _argparse_records(pkg: str, version: str, relfile: str, command: str) -> list[dict]:
-    """Flags of a CLI from its ``add_argument("--flag", ...)`` calls."""
+    """Flags of a CLI, one record per argparse argument: every option string of it (the first long one is
+    the name, the others its aliases, e.g. accelerate's generated ``--num-processes``), ``nargs``, ``type``,
+    ``default``, ``choices`` and the parser's ``allow_abbrev`` (argparse then takes any unique prefix of a
+    long option). Read from the CLI's real parser object when it can be built (ARGPARSE_FACTORIES, in the
+    release being built); otherwise from its ``add_argument(...)`` calls in the source."""
     path = _pkg_root(pkg) / relfile
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls, src_abbrev = _argparse_ast(tree)
+    real = None
+    if ARGPARSE_FACTORIES.get(relfile):
+        try:
+            real = _real_parser(relfile)
+        except Exception as e:  # noqa: BLE001 - a release whose parser cannot be built: read its source
+            _skip(f"cli {command}: parser object ({ARGPARSE_FACTORIES[relfile]}), read from source instead", e)
+    rows: list[tuple[list[str], dict[str, Any]]] = []  # (option strings, fields)
+    if real is not None:
+        import argparse
+
+        parser, floc = real
+        more = _imported_add_arguments(tree, _pkg_root(pkg), pkg)
+        for act in parser._actions:
+            opts = list(act.option_strings)
+            if not opts:
+                continue  # positionals (the training script and its arguments)
+            default = None if act.default is argparse.SUPPRESS else _default_repr(act.default)
+            here = next((calls[o][0] for o in opts if o in calls), None)
+            elsewhere = None if here else next((o for o in opts if o in more), None)  # added by an imported module
+            line = here or (more[elsewhere][1] if elsewhere else floc[1] if floc else 1)
+            rows.append(
+                (
+                    opts,
+                    {
+                        "nargs": act.nargs,
+                        "type": getattr(act.type, "__name__", "") if act.type is not None else "",
+                        "default": default,
+                        "choices": list(act.choices) if act.choices is not None else None,
+                        "allow_abbrev": parser.allow_abbrev,
+                        "doc": _short_doc(act.help) if isinstance(act.help, str) else None,
+                        "source_line": line,
+                        "source_file": more[elsewhere][0] if elsewhere else relfile,
+                    },
+                )
+            )
+    else:
+        custom = _custom_action_nargs(tree, _pkg_root(pkg))
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+            ):
+                continue
+            opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if not any(o.startswith("-") for o in opts):
+                continue
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            default, help_node, typ, choices = kw.get("default"), kw.get("help"), kw.get("type"), kw.get("choices")
+            try:
+                choice_list = list(ast.literal_eval(choices)) if choices is not None else None
+            except (ValueError, TypeError, SyntaxError):
+                choice_list = None  # computed in code: not readable without running it
+            rows.append(
+                (
+                    opts,
+                    {
+                        "nargs": _ast_nargs(kw, custom),
+                        "type": ast.unparse(typ).rsplit(".", 1)[-1] if typ is not None else "",
+                        "default": _default_repr(default.value) if isinstance(default, ast.Constant) else None,
+                        "choices": choice_list,
+                        "allow_abbrev": src_abbrev,
+                        "doc": _short_doc(help_node.value)
+                        if isinstance(help_node, ast.Constant) and isinstance(help_node.value, str)
+                        else None,
+                        "source_line": node.lineno,
+                        "source_file": relfile,
+                    },
+                )
+            )
     out: dict[str, dict] = {}
-    for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
-        ):
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        long = [f for f in flags if f.startswith("--")]
+    for opts, fields in rows:
+        long = [o for o in opts if o.startswith("--")]
         if not long:
             continue
-        kw = {k.arg: k.value for k in node.keywords}
-        default = kw.get("default")
-        help_node = kw.get("help")
         flag = long[0]
         out.setdefault(
             flag,
@@ -625,59 +912,14 @@ def _argparse_records(pkg: str, version: str, relfile: str, command: str) -> lis
                 kind="cli_flag",
                 name=flag,
                 path=f"{command} {flag}",
-                aliases=sorted(set(flags) - {flag}),
-                default=_default_repr(default.value) if isinstance(default, ast.Constant) else None,
-                doc=_short_doc(help_node.value)
-                if isinstance(help_node, ast.Constant) and isinstance(help_node.value, str)
-                else None,
-                source_file=relfile,
-                source_line=node.lineno,
+                aliases=sorted(set(opts) - {flag}),
+                **fields,
             ),
         )
     return list(out.values())
 
 
 ENV_CALLS = {"get", "getenv", "parse_flag_from_env", "str_to_bool", "get_int_from_env", "parse_choice_from_env"}
-
-
-def _env_records(pkg: str, version: str, files: Iterable[Path], pattern: str = r"^[A-Z][A-Z0-9_]{3,}$") -> list[dict]:
-    """Environment variables a package reads (os.environ[...] / .get / getenv / its own env helpers)."""
-    root = _pkg_root(pkg)
-    out: dict[str, dict] = {}
-    rx = re.compile(pattern)
-    for path in sorted(files):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-        for node in ast.walk(tree):
-            name = None
-            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-                fn = node.func
-                attr = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
-                is_env = attr in ("getenv", "parse_flag_from_env", "get_int_from_env", "parse_choice_from_env") or (
-                    attr == "get" and isinstance(fn, ast.Attribute) and "environ" in ast.unparse(fn.value)
-                )
-                if is_env:
-                    name = node.args[0].value
-            elif (
-                isinstance(node, ast.Subscript)
-                and "environ" in ast.unparse(node.value)
-                and isinstance(node.slice, ast.Constant)
-            ):
-                name = node.slice.value
-            if isinstance(name, str) and rx.match(name) and name not in out:
-                out[name] = _record(
-                    id=f"{pkg}:env/{name}",
-                    package=pkg,
-                    version=version,
-                    kind="env",
-                    name=name,
-                    path=name,
-                    source_file=path.relative_to(root).as_posix(),
-                    source_line=node.lineno,
-                )
-    return list(out.values())
 
 
 def _ds_misc_records(version: str) -> list[dict]:
@@ -688,7 +930,7 @@ def _ds_misc_records(version: str) -> list[dict]:
     dist = md.distribution(pkg)
     for f in sorted(dist.files or [], key=str):
         s = str(f)
-        if s.startswith("../../../bin/"):
+        if re.match(r"(\.\./)+bin/[^/]+$", s):  # ../../../bin/ in a venv, ../../bin/ under pip --target
             name = s.rsplit("/", 1)[-1]
             out.append(
                 _record(
@@ -704,6 +946,8 @@ def _ds_misc_records(version: str) -> list[dict]:
                 )
             )
     for rel in DS_SCRIPT_FILES:
+        if not (root / rel).exists():
+            SKIPPED.append(f"script {rel} (not in this release)")
         if (root / rel).exists():
             name = rel.rsplit("/", 1)[-1]
             out.append(
@@ -720,6 +964,8 @@ def _ds_misc_records(version: str) -> list[dict]:
                 )
             )
     # op build switches: every op builder declares BUILD_VAR = "DS_BUILD_<OP>"
+    if not (root / "deepspeed/ops/op_builder").is_dir():
+        SKIPPED.append("env: deepspeed/ops/op_builder (not in this release)")
     for path in sorted((root / "deepspeed/ops/op_builder").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if (
@@ -743,15 +989,17 @@ def _ds_misc_records(version: str) -> list[dict]:
                     )
                 )
     for command, rel in DS_CLI_FILES.items():
-        out.extend(_argparse_records(pkg, version, rel, command))
-    env_files = list((root / "deepspeed/launcher").glob("*.py")) + [root / "deepspeed/env_report.py"]
-    out.extend(_env_records(pkg, version, env_files))
-    return out
+        out.extend(_part(f"cli {command} ({rel})", _argparse_records, pkg, version, rel, command))
+    return out  # environment variables: indexer/registry_extra.py scans every source file of the package
 
 
 def build_deepspeed() -> list[dict]:
     version = md.version("deepspeed")
-    return _ds_config_records(version) + _ds_api_records(version) + _ds_misc_records(version)
+    return (
+        _ds_config_records(version)
+        + _part("deepspeed APIs", _ds_api_records, version)
+        + _part("deepspeed scripts, env, cli", _ds_misc_records, version)
+    )
 
 
 # ---------------------------------------------------------------- transformers / accelerate / peft / torch
@@ -839,10 +1087,21 @@ TRANSFORMERS_FUNCS = [
 
 def build_transformers() -> list[dict]:
     import transformers
-    from transformers import PreTrainedConfig, PreTrainedModel, Trainer, TrainingArguments
+    from transformers import PreTrainedModel, Trainer, TrainingArguments
+
+    # 5.x names the config base class PreTrainedConfig; 4.x spells it PretrainedConfig. Records use the
+    # spelling of the release being built (the class's own __name__).
+    PreTrainedConfig = getattr(transformers, "PreTrainedConfig", None) or transformers.PretrainedConfig
+    cfg_path = PreTrainedConfig.__name__
 
     pkg, version = "transformers", md.version("transformers")
     out = _dataclass_records(pkg, version, "TrainingArguments", TrainingArguments)
+    # Seq2SeqTrainingArguments (HF seq2seq scripts, LLaMA-Factory): only the fields it adds of its own
+    from transformers import Seq2SeqTrainingArguments
+
+    ta_fields = {f.name for f in dataclasses.fields(TrainingArguments)}
+    s2s = _dataclass_records(pkg, version, "Seq2SeqTrainingArguments", Seq2SeqTrainingArguments)
+    out += [s2s[0]] + [r for r in s2s[1:] if r["name"] not in ta_fields]
     out += _method_records(pkg, version, "PreTrainedModel", PreTrainedModel)
     fp = PreTrainedModel.from_pretrained
     kw = _callable_records(pkg, version, "PreTrainedModel.from_pretrained", fp)[1:] + _popped_kwargs(
@@ -851,7 +1110,7 @@ def build_transformers() -> list[dict]:
     _deprecated_kwargs(kw, fp)
     out += kw
     out += _method_records(pkg, version, "Trainer", Trainer)
-    out += _callable_records(pkg, version, "PreTrainedConfig", PreTrainedConfig)
+    out += _callable_records(pkg, version, cfg_path, PreTrainedConfig)
     for cfg_name in ("LlamaConfig", "MixtralConfig", "Qwen2Config"):
         cfg_cls = getattr(transformers, cfg_name, None)
         if cfg_cls is not None and dataclasses.is_dataclass(cfg_cls):
@@ -859,28 +1118,37 @@ def build_transformers() -> list[dict]:
     # attributes a model config carries by default (e.g. tie_word_embeddings)
     cfg_loc = _obj_line(PreTrainedConfig, pkg)
     for name in sorted(getattr(PreTrainedConfig, "__annotations__", {})):
-        if name.startswith("_") or any(r["id"] == f"{pkg}:PreTrainedConfig.{name}" for r in out):
+        if name.startswith("_") or any(r["id"] == f"{pkg}:{cfg_path}.{name}" for r in out):
             continue
         loc = _mro_field_line(PreTrainedConfig, name, pkg) or cfg_loc
         out.append(
             _record(
-                id=f"{pkg}:PreTrainedConfig.{name}",
+                id=f"{pkg}:{cfg_path}.{name}",
                 package=pkg,
                 version=version,
                 kind="field",
                 name=name,
-                path=f"PreTrainedConfig.{name}",
+                path=f"{cfg_path}.{name}",
                 type=_clean_type(PreTrainedConfig.__annotations__[name]),
                 default=_default_repr(getattr(PreTrainedConfig, name, inspect.Parameter.empty)),
                 source_file=loc[0],
                 source_line=loc[1],
             )
         )
-    out += _auto_fill_records(pkg, version, "transformers/integrations/deepspeed.py", ("fill_match", "fill_only"), None)
+    out += _part(
+        "auto fill (transformers/integrations/deepspeed.py)",
+        _auto_fill_records,
+        pkg,
+        version,
+        "transformers/integrations/deepspeed.py",
+        ("fill_match", "fill_only"),
+        None,
+    )
     for dotted in TRANSFORMERS_FUNCS:
         try:
             obj = _resolve(dotted)
-        except (ImportError, AttributeError):
+        except (ImportError, AttributeError) as e:
+            _skip(dotted, e)
             continue
         out += _callable_records(pkg, version, dotted.removeprefix("transformers."), obj)
     del transformers
@@ -944,7 +1212,25 @@ def build_accelerate() -> list[dict]:
     out = _dataclass_records(pkg, version, "DeepSpeedPlugin", DeepSpeedPlugin)
     out += _method_records(pkg, version, "Accelerator", Accelerator)
     out += _dataclass_records(pkg, version, "yaml", ClusterConfig, kind="yaml_key")[1:]
-    # keys of the `deepspeed_config:` block of the config YAML, as `accelerate config` writes them
+    out += _part("yaml deepspeed_config keys", _accelerate_ds_yaml_keys, pkg, version, root)
+    out += _part(
+        "cli accelerate launch", _argparse_records, pkg, version, "accelerate/commands/launch.py", "accelerate launch"
+    )
+    out += _part(
+        "auto fill (accelerate/accelerator.py)",
+        _auto_fill_records,
+        pkg,
+        version,
+        "accelerate/accelerator.py",
+        (),
+        "config_kwargs",
+    )
+    return out  # environment variables: indexer/registry_extra.py scans every source file of the package
+
+
+def _accelerate_ds_yaml_keys(pkg: str, version: str, root: Path) -> list[dict]:
+    """Keys of the `deepspeed_config:` block of the config YAML, as `accelerate config` writes them."""
+    out: list[dict] = []
     rel = "accelerate/commands/config/cluster.py"
     seen: set[str] = set()
     for node in ast.walk(ast.parse((root / rel).read_text())):
@@ -968,9 +1254,6 @@ def build_accelerate() -> list[dict]:
                     source_line=node.lineno,
                 )
             )
-    out += _argparse_records(pkg, version, "accelerate/commands/launch.py", "accelerate launch")
-    out += _auto_fill_records(pkg, version, "accelerate/accelerator.py", (), "config_kwargs")
-    out += _env_records(pkg, version, [root / "accelerate/utils/dataclasses.py", root / "accelerate/state.py"])
     return out
 
 
@@ -986,7 +1269,12 @@ def build_peft() -> list[dict]:
         "peft.get_peft_model_state_dict",
         "peft.set_peft_model_state_dict",
     ):
-        out += _callable_records(pkg, version, dotted.removeprefix("peft."), _resolve(dotted))
+        try:
+            obj = _resolve(dotted)
+        except (ImportError, AttributeError) as e:
+            _skip(dotted, e)
+            continue
+        out += _callable_records(pkg, version, dotted.removeprefix("peft."), obj)
     out += _method_records(pkg, version, "PeftModel", peft.PeftModel)
     return out
 
@@ -1021,7 +1309,8 @@ def build_torch() -> list[dict]:
     for dotted in TORCH_FUNCS:
         try:
             obj = _resolve(dotted)
-        except (ImportError, AttributeError):
+        except (ImportError, AttributeError) as e:
+            _skip(dotted, e)
             continue
         out += _callable_records(pkg, version, dotted.removeprefix("torch."), obj)
     import torch

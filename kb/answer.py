@@ -8,6 +8,8 @@ never builds one (``indexer.build.ensure_index`` does, for the CLI); it never pr
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from kb.lint import lint_config
 from kb.memory import DEFAULT_GPU_MEM_GIB
 from kb.paths import entries_dir
 from kb.registry import Registry, default_registry
+from kb.releases import Pin, applies, pins, respell, spelling_fact, version_notes, view_for
 from kb.retrieve import ANSWER_THRESHOLD, Hit, Retriever
 from kb.text import identifiers, looks_like_log, looks_like_param
 
@@ -40,6 +43,8 @@ MAX_K = 20
 # results far below the best match are noise, not alternatives: on the entries' own tests a right
 # answer ranked 2nd-3rd scores >= 0.78x the top, a near miss <= 0.70x (docs/retrieval.md)
 RELATIVE_KEEP = 0.75
+# an entry whose applies_to excludes the user's versions stays visible but ranks below those that apply
+VERSION_DEMOTE = 0.8
 FINDING_BOOST = {"error": 0.20, "warning": 0.10, "info": 0.0}
 
 
@@ -79,9 +84,15 @@ class Engine:
         config_name: str = "<config>",
         k: int = 5,
         lang: str = "auto",
+        versions: dict[str, str] | None = None,
+        front_end: str | None = None,
     ) -> C.Answer:
+        """``versions`` (package -> version, e.g. from ``--versions``) win over versions read from the
+        query and the config text; ``front_end`` (one of ``kb.frontends.FRONT_ENDS``, "accelerate",
+        "deepspeed", or "all") over the one read from the config's format and the query."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError("empty query: describe the symptom or paste the error")
+        attachment_text = config_text if isinstance(config_text, str) else None
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise QueryError(f"k must be an integer from 1 to {MAX_K}")
         if config_text is not None and not isinstance(config_text, str):
@@ -96,6 +107,12 @@ class Engine:
             query = query[:MAX_QUERY_CHARS]
             notes.append(C.Note("input", t(lang, "truncated", n=MAX_QUERY_CHARS)))
         hints = hints_from_query(query)
+        if config_text is not None and is_version_report(config_text):
+            config_text = None  # a pasted pip freeze / ds_report / env report: versions, not a config
+            notes.append(C.Note("input", t(lang, "attachment_versions")))
+        ps = pins(self.registry, user_versions(query, attachment_text, versions))
+        view = view_for(self.registry, ps)
+        notes.extend(version_notes(self.registry, ps, lang))
         cfg: ParsedConfig | None = None
         facts: QueryFacts | None = None
         findings: list[C.Finding] = []
@@ -104,17 +121,29 @@ class Engine:
         if config_text is not None:
             cfg = parse_config(config_text, config_name)  # ConfigError propagates
             facts = facts_from_config(cfg)
-            for f in lint_config(cfg, self.registry, world_size=hints.single_gpu, model_params=hints.params):
+            for f in lint_config(cfg, view, world_size=hints.single_gpu, model_params=hints.params):
                 findings.append(_finding(f, lang))
                 if f.entry:
                     boosts[f.entry] = max(boosts.get(f.entry, 0.0), FINDING_BOOST[f.severity])
                     if f.severity == "error" and f.entry not in pinned:
                         pinned.append(f.entry)
         memory = self._memory(hints, cfg, lang) if cfg is not None else None
-        name_notes, resolved = self._name_notes(query, lang)
+        from kb.frontends import detect_front_end
+
+        if front_end == "all":
+            front = None
+        elif front_end:
+            front = front_end
+        else:
+            front = detect_front_end(
+                cfg.kind if cfg is not None else None, query, cfg.data if cfg is not None else None
+            )
+        name_notes, resolved = self._name_notes(query, lang, view)
         notes.extend(name_notes)
         n = len(self.index.entries) if pinned else max(k, MAX_CLOSEST)
         hits = self.retriever.search(query, k=n, facts=facts, query_params=resolved, boosts=boosts)
+        if ps:
+            hits = self._demote(hits, ps)
         answered = bool(hits) and (hits[0].score >= ANSWER_THRESHOLD or bool(pinned))
         results: list[C.Result] = []
         closest: list[C.Closest] = []
@@ -127,7 +156,7 @@ class Engine:
                 floor = max(ANSWER_THRESHOLD * 0.75, rest[0].score * RELATIVE_KEEP)
                 keep += [h for h in rest if h.score >= floor][: max(0, k - len(keep))]
             qnames = {n.lower() for n in identifiers(query)}
-            results = [self._result(h, lang, qnames) for h in keep]
+            results = [self._result(h, lang, qnames, view, ps, front) for h in keep]
         else:
             closest = [
                 C.Closest(h.entry_id, self.index.entries[h.entry_id]["title"][lang], round(h.score, 3))
@@ -145,11 +174,24 @@ class Engine:
             message=None if answered else t(lang, "no_answer"),
             config_facts=facts.as_dict() if facts is not None else None,
             memory=memory,
+            versions=[C.VersionUsed(p.package, p.version, p.release, p.source, p.exact) for p in ps],
+            front_end=front,
         )
 
-    def _result(self, h: Hit, lang: str, qnames: set[str]) -> C.Result:
+    def _result(
+        self, h: Hit, lang: str, qnames: set[str], view: Registry, ps: list[Pin], front: str | None
+    ) -> C.Result:
         e = self.index.entries[h.entry_id]
-        return entry_result(e, lang, self.registry, score=h.score, why=self.retriever.why(h, lang), qnames=qnames)
+        why = self.retriever.why(h, lang)
+        return entry_result(e, lang, view, score=h.score, why=why, qnames=qnames, pins=ps, front_end=front)
+
+    def _demote(self, hits: list[Hit], ps: list[Pin]) -> list[Hit]:
+        """Entries whose applies_to excludes the user's versions rank lower (they are marked, not hidden)."""
+        out = []
+        for h in hits:
+            ok, _ = applies(self.index.entries[h.entry_id].get("applies_to") or {}, ps, "en")
+            out.append(dataclasses.replace(h, score=h.score * VERSION_DEMOTE) if ok is False else h)
+        return sorted(out, key=lambda h: -h.score)
 
     def _memory(self, hints: QueryHints, cfg: ParsedConfig, lang: str) -> C.Memory | None:
         """kb mem for the user's config and the model the query names (a preset, or a size like "7b")."""
@@ -206,7 +248,7 @@ class Engine:
             notes=list(e.notes_zh if lang == "zh" else e.notes),
         )
 
-    def _name_notes(self, query: str, lang: str) -> tuple[list[C.Note], list[str]]:
+    def _name_notes(self, query: str, lang: str, view: Registry) -> tuple[list[C.Note], list[str]]:
         """The factcheck verdict for each parameter-like name in the query; also the names to boost on."""
         notes: list[C.Note] = []
         resolved: list[str] = []
@@ -214,9 +256,9 @@ class Engine:
         for name in identifiers(query)[:40]:
             if not looks_like_param(name):
                 continue
-            v = judge(name, self.registry, lang)
-            if v is None:
-                continue
+            v = judge(name, view, lang)
+            if v is None or v.verdict == "unverified":
+                continue  # outside what the registry covers: neither confirmed nor accused
             if v.verdict == "does-not-exist" and (is_log or not _config_like(name, query)):
                 continue  # tracebacks and prose are full of other names; judge only config-looking ones
             resolved.append(name)
@@ -245,9 +287,19 @@ def entry_result(
     score: float = 1.0,
     why: str = "",
     qnames: set[str] | frozenset[str] = frozenset(),
+    pins: list[Pin] | tuple[Pin, ...] = (),
+    front_end: str | None = None,
 ) -> C.Result:
-    """One entry (a plain dict: the index's entries.json or ``Entry.model_dump(mode="json")``) as a Result."""
+    """One entry (a plain dict: the index's entries.json or ``Entry.model_dump(mode="json")``) as a Result.
+
+    ``registry`` is the view of the user's releases (``Registry.at``) when ``pins`` are known: names are
+    then shown as those releases spell them, snippets respelled, and ``applies`` says whether the entry's
+    ``applies_to`` holds. ``front_end`` picks which equivalents of each DeepSpeed snippet to add (None: all).
+    """
     params = list(dict.fromkeys([*e.get("params", []), *(p for f in e["fixes"] for p in f.get("params", []))]))
+    facts = [param_fact(registry, rid, lang) for rid in params]
+    respelled = {f.id: (f.name, f.shown_name) for f in facts if f.shown_name}
+    ok, why_not = applies(e.get("applies_to") or {}, list(pins), lang)
     w = e.get("withdrawn")
     return C.Result(
         id=e["id"],
@@ -257,17 +309,9 @@ def entry_result(
         summary=e["summary"][lang],
         area=e["area"],
         causes=[c[lang] for c in e.get("causes", [])],
-        fixes=[
-            C.Fix(
-                f["title"][lang],
-                f["text"][lang],
-                list(f.get("params", [])),
-                C.Snippet(f["snippet"]["lang"], f["snippet"]["code"]) if f.get("snippet") else None,
-            )
-            for f in e["fixes"]
-        ],
+        fixes=[_fix(f, lang, registry, respelled, front_end) for f in e["fixes"]],
         params=params,
-        param_facts=[param_fact(registry, rid) for rid in params],
+        param_facts=facts,
         myths=[
             C.Myth(
                 m["claim"][lang],
@@ -282,7 +326,82 @@ def entry_result(
         related=list(e.get("related", [])),
         withdrawn=(f"{w['date']}: {w['reason']}" if w else None),
         path=site_path(lang, e["id"]),
+        applies=ok,
+        version_note=why_not,
     )
+
+
+def _fix(
+    f: dict[str, Any], lang: str, view: Registry, respelled: dict[str, tuple[str, str]], front_end: str | None
+) -> C.Fix:
+    """One fix; names its entry spells differently in the user's release are respelled in code and in `code`."""
+    text = f["text"][lang]
+    snippet = C.Snippet(f["snippet"]["lang"], f["snippet"]["code"]) if f.get("snippet") else None
+    notes: list[str] = []
+    by_pkg: dict[str, list[str]] = {}
+    for rid, (old, new) in sorted(respelled.items()):
+        pair = [(old, new)]
+        new_text = re.sub(r"`[^`]+`", lambda m, pair=pair: respell(m.group(0), pair), text)
+        new_code = respell(snippet.code, pair) if snippet else None
+        if new_text == text and (snippet is None or new_code == snippet.code):
+            continue
+        text = new_text
+        if snippet is not None and new_code is not None:
+            snippet = C.Snippet(snippet.lang, new_code)
+        by_pkg.setdefault(rid.split(":", 1)[0], []).append(f"`{old}` \u2192 `{new}`")
+    for pkg, done in sorted(by_pkg.items()):
+        notes.append(t(lang, "ver.respelled", pkg=pkg, release=view.pins.get(pkg, ""), pairs=", ".join(done)))
+    return C.Fix(
+        f["title"][lang],
+        text,
+        list(f.get("params", [])),
+        snippet,
+        equivalents=fix_equivalents(snippet, view, front_end, lang),
+        version_notes=notes,
+    )
+
+
+def fix_equivalents(snippet: C.Snippet | None, view: Registry, front_end: str | None, lang: str) -> list[C.Equivalent]:
+    """The DeepSpeed settings of a JSON snippet, written for other front ends (kb.frontends)."""
+    if snippet is None or snippet.lang != "json":
+        return []
+    from kb.frontends import equivalents
+
+    try:
+        data = json.loads(snippet.code)
+    except ValueError:
+        return []
+    if not isinstance(data, dict):
+        return []
+    return [eq for eq in equivalents(data, view, front_end, lang) if eq.front_end != "deepspeed"]
+
+
+def is_version_report(text: str) -> bool:
+    """A pasted ``pip freeze`` / ``pip list`` / ``ds_report`` / env report rather than a config (kb.versions)."""
+    from kb.configs import ConfigError, parse_config
+    from kb.versions import versions_from_text
+
+    found = versions_from_text(text, origin="attachment")
+    if not any(p.source != "query" for p in found.pins.values()):
+        return False
+    try:
+        parse_config(text, "<attachment>")
+    except ConfigError:
+        return True
+    return False
+
+
+def user_versions(query: str, config_text: str | None, flag: dict[str, str] | None) -> dict[str, tuple[str, str]]:
+    """package -> (version, source): ``flag`` first, then a pasted freeze / env report, then prose (kb.versions)."""
+    from kb.versions import merge, versions_from_text
+
+    found = [versions_from_text(config_text, origin="attachment")] if config_text else []
+    found.append(versions_from_text(query))
+    merged = merge(*found)
+    out = {pkg: (merged.pins[pkg].public, merged.pins[pkg].source) for pkg in merged}
+    for pkg, v in (flag or {}).items():
+        out[pkg] = (v, "flag")
+    return out
 
 
 def site_path(lang: str, entry_id: str) -> str:
@@ -293,7 +412,7 @@ def site_path(lang: str, entry_id: str) -> str:
 _SOURCE_FIELDS = ("type", "url", "package", "version", "file", "line", "note")
 
 
-def param_fact(registry: Registry, rid: str) -> C.ParamFact:
+def param_fact(registry: Registry, rid: str, lang: str = "en") -> C.ParamFact:
     r = registry.get(rid)
     if r is None:
         pkg, _, path = rid.partition(":")
@@ -311,6 +430,7 @@ def param_fact(registry: Registry, rid: str) -> C.ParamFact:
         source_line=int(r["source_line"]),
         deprecated=bool(r.get("deprecated")),
         replacement=r.get("replacement"),
+        **spelling_fact(registry, rid, lang),
     )
 
 

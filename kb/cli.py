@@ -130,6 +130,31 @@ def _read_input(path: str, limit: int, what: str) -> tuple[str, str]:
         raise KbError(str(e)) from None
 
 
+VERSIONS = click.option(
+    "--versions",
+    "versions_arg",
+    default=None,
+    metavar="SPEC",
+    envvar="KB_VERSIONS",
+    help='Your releases, e.g. "deepspeed==0.14.4 transformers==4.46.3" (or "env": this Python\'s). '
+    "Names are then judged and shown as those releases have them (docs/versions.md).",
+)
+
+
+def _versions(arg: str | None) -> dict[str, str]:
+    """--versions -> {package: version} ("env": the running interpreter's; empty: none given)."""
+    if not arg:
+        return {}
+    from kb.versions import VersionsError, parse_versions_arg, versions_from_environment
+
+    if arg.strip().lower() == "env":
+        return versions_from_environment().as_pins()
+    try:
+        return parse_versions_arg(arg).as_pins()
+    except VersionsError as e:
+        raise KbError(str(e)) from None
+
+
 def _query_arg(query: str | None) -> str:
     from kb.answer import MAX_QUERY_CHARS
     from kb.inputs import InputError, decode_arg
@@ -157,19 +182,42 @@ def _query_arg(query: str | None) -> str:
     help="Entry folder (default: data/entries).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print problems as JSON.")
-def check(entries_dir: Path | None, as_json: bool) -> None:
-    """Validate every entry: schema, registry names, myths, sources. Exit 1 on any problem."""
-    from kb.check import check_all, problems_json
+@click.option(
+    "--fix",
+    "fix",
+    is_flag=True,
+    help="Propose the links of unlinked names (CHK011): the registry ids to add to which params list, "
+    "or the names to declare in external:.",
+)
+@click.option("--write", is_flag=True, help="With --fix: add the proposed registry ids to the entry files in place.")
+def check(entries_dir: Path | None, as_json: bool, fix: bool, write: bool) -> None:
+    """Validate every entry: schema, registry names, myths, sources, linked names. Exit 1 on any problem."""
+    from kb.check import check_all, insert_params, problems_json, propose_links
     from kb.present import reports
 
     root = entries_dir or paths.entries_dir()
     if not root.is_dir():
         raise KbError(f"no entry folder at {root}")
-    _, problems = check_all(root, _registry())
+    if write and not fix:
+        raise KbError("--write needs --fix (kb check --fix --write)")
+    loaded, problems = check_all(root, _registry())
+    if fix:
+        proposals = propose_links(loaded, _registry())
+        if write:
+            for p in proposals:
+                p["written"] = bool(p["add"]) and insert_params(Path(p["file"]), p["add"])
+        if as_json:
+            _echo_json(proposals, indent=2)
+        else:
+            click.echo(reports.check_fix(proposals, write), nl=False)
+        left = [p for p in proposals if p["external"] or p["misplaced"] or (p["add"] and not p.get("written"))]
+        sys.exit(1 if left else 0)
     if as_json:
         click.echo(problems_json(problems))
     else:
-        click.echo(reports.check(len(list(root.glob("*.yaml"))), [str(p) for p in problems]), nl=False, err=bool(problems))
+        click.echo(
+            reports.check(len(list(root.glob("*.yaml"))), [str(p) for p in problems]), nl=False, err=bool(problems)
+        )
     sys.exit(1 if problems else 0)
 
 
@@ -244,7 +292,9 @@ def build(embedder: str | None, full: bool, index_path: Path | None, save_vector
         (out / "current").unlink()
         shutil.rmtree(out / "builds", ignore_errors=True)
     try:
-        rep = build_index(out, embedder_spec=embedder, progress=progress_callback(sys.stderr), save_vectors=save_vectors)
+        rep = build_index(
+            out, embedder_spec=embedder, progress=progress_callback(sys.stderr), save_vectors=save_vectors
+        )
     except EntryError as e:
         raise KbError(f"{e} (run `kb check`)") from None
     except UnknownEmbedder as e:
@@ -313,6 +363,26 @@ def _engine():
     help='Answer many: one {"query": ..., "config": ..., "lang": ..., "k": ...} per line in (- for stdin), '
     "one answer or error object per line out.",
 )
+@VERSIONS
+@click.option(
+    "--front-end",
+    "front_end",
+    type=click.Choice(
+        [
+            "auto",
+            "all",
+            "deepspeed",
+            "accelerate",
+            "accelerate_yaml",
+            "accelerate_launch",
+            "accelerate_plugin",
+            "training_args",
+        ]
+    ),
+    default="auto",
+    show_default=True,
+    help="Write each fix's DeepSpeed snippet for this front end too (auto: from the config and the query).",
+)
 @FORMAT
 @SITE_URL
 def ask(
@@ -322,6 +392,8 @@ def ask(
     lang: str,
     as_json: bool,
     jsonl: str | None,
+    versions_arg: str | None,
+    front_end: str,
     fmt: str,
     site_url: str,
 ) -> None:
@@ -333,13 +405,24 @@ def ask(
     if jsonl is not None:
         if query:
             raise KbError("give either QUERY or --jsonl, not both")
-        _ask_jsonl(jsonl, k, lang)
+        _ask_jsonl(jsonl, k, lang, _versions(versions_arg))
         return
+    versions = _versions(versions_arg)
     query = _query_arg(query)
-    config_text, config_name = (None, "") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
+    config_text, config_name = (
+        (None, "") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
+    )
     eng = _engine()
     try:
-        ans = eng.ask(query, config_text=config_text, config_name=config_name, k=k, lang=lang)
+        ans = eng.ask(
+            query,
+            config_text=config_text,
+            config_name=config_name,
+            k=k,
+            lang=lang,
+            versions=versions,
+            front_end=None if front_end == "auto" else front_end,
+        )
     except QueryError as e:
         raise KbError(str(e)) from None
     except ConfigError as e:
@@ -353,10 +436,10 @@ def ask(
     sys.exit(0 if ans.answered else 3)
 
 
-JSONL_KEYS = {"query", "config", "lang", "k"}
+JSONL_KEYS = {"query", "config", "lang", "k", "versions"}
 
 
-def _ask_jsonl(path: str, k: int, lang: str) -> None:
+def _ask_jsonl(path: str, k: int, lang: str, versions: dict[str, str]) -> None:
     """One output line per non-empty input line, in order; a bad line gets an error object, the rest answer."""
     from kb.answer import QueryError
     from kb.configs import ConfigError
@@ -378,8 +461,10 @@ def _ask_jsonl(path: str, k: int, lang: str) -> None:
                         raw = fh.readline(MAX_JSONL_LINE)
                     raise InputError(f"line {n}: longer than {MAX_JSONL_LINE // 1000} kB")
                 item = json.loads(decode_bytes(raw, f"line {n}"))
-                q, cfg, item_lang, item_k = _jsonl_item(item, n, k, lang)
-                out = eng.ask(q, config_text=cfg, config_name=f"line {n} config", k=item_k, lang=item_lang).to_dict()
+                q, cfg, item_lang, item_k, item_versions = _jsonl_item(item, n, k, lang, versions)
+                out = eng.ask(
+                    q, config_text=cfg, config_name=f"line {n} config", k=item_k, lang=item_lang, versions=item_versions
+                ).to_dict()
             except json.JSONDecodeError as e:
                 bad += 1
                 out = _error(f"line {n}: not JSON ({e.msg} at column {e.colno})", "input", n)
@@ -396,27 +481,41 @@ def _ask_jsonl(path: str, k: int, lang: str) -> None:
     sys.exit(2 if bad else 0)
 
 
-def _jsonl_item(item: Any, n: int, k: int, lang: str) -> tuple[str, str | None, str, int]:
+def _jsonl_item(
+    item: Any, n: int, k: int, lang: str, versions: dict[str, str]
+) -> tuple[str, str | None, str, int, dict[str, str]]:
     if not isinstance(item, dict):
-        raise ValueError(f"line {n}: expected a JSON object with a \"query\", got {type(item).__name__}")
+        raise ValueError(f'line {n}: expected a JSON object with a "query", got {type(item).__name__}')
     unknown = sorted(set(item) - JSONL_KEYS)
     if unknown:
-        raise ValueError(f"line {n}: unknown key {', '.join(map(repr, unknown))} (allowed: {', '.join(sorted(JSONL_KEYS))})")
+        raise ValueError(
+            f"line {n}: unknown key {', '.join(map(repr, unknown))} (allowed: {', '.join(sorted(JSONL_KEYS))})"
+        )
     q = item.get("query")
     if not isinstance(q, str) or not q.strip():
-        raise ValueError(f"line {n}: \"query\" must be a non-empty string")
+        raise ValueError(f'line {n}: "query" must be a non-empty string')
     cfg = item.get("config")
     if isinstance(cfg, (dict, list)):
         cfg = json.dumps(cfg)  # a config given as a JSON object is the DeepSpeed JSON itself
     elif cfg is not None and not isinstance(cfg, str):
-        raise ValueError(f"line {n}: \"config\" must be a string (the file's text) or a JSON object")
+        raise ValueError(f'line {n}: "config" must be a string (the file\'s text) or a JSON object')
     item_lang = item.get("lang", lang)
     if item_lang not in ("auto", "en", "zh"):
-        raise ValueError(f"line {n}: \"lang\" must be auto, en or zh, got {item_lang!r}")
+        raise ValueError(f'line {n}: "lang" must be auto, en or zh, got {item_lang!r}')
     item_k = item.get("k", k)
     if not isinstance(item_k, int) or isinstance(item_k, bool) or not 1 <= item_k <= 20:
-        raise ValueError(f"line {n}: \"k\" must be an integer from 1 to 20")
-    return q, cfg, item_lang, item_k
+        raise ValueError(f'line {n}: "k" must be an integer from 1 to 20')
+    item_versions = dict(versions)
+    if "versions" in item:
+        from kb.versions import VersionsError, parse_versions_arg
+
+        if not isinstance(item["versions"], str):
+            raise ValueError(f'line {n}: "versions" must be a string like "deepspeed==0.14.4 transformers==4.46.3"')
+        try:
+            item_versions.update(parse_versions_arg(item["versions"]).as_pins())
+        except VersionsError as e:
+            raise ValueError(f"line {n}: {e}") from None
+    return q, cfg, item_lang, item_k, item_versions
 
 
 @main.command("eval")
@@ -479,7 +578,16 @@ GPU_MEM = click.option(
 @click.option("--model", "model", default=None, help="Model size, e.g. 7b (checks whether model states fit).")
 @GPU_MEM
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the text.")
-def lint(file: str, as_json: bool, world_size: int | None, model: str | None, gpu_mem: float | None, lang: str) -> None:
+@VERSIONS
+def lint(
+    file: str,
+    as_json: bool,
+    world_size: int | None,
+    model: str | None,
+    gpu_mem: float | None,
+    lang: str,
+    versions_arg: str | None,
+) -> None:
     """What a DeepSpeed JSON / accelerate YAML / TrainingArguments file or launch command really does.
 
     Exit 1 when there is an error-level finding, 2 when the file cannot be read or parsed.
@@ -496,7 +604,7 @@ def lint(file: str, as_json: bool, world_size: int | None, model: str | None, gp
         raise KbError(str(e), "config") from None
     findings = lint_config(
         cfg,
-        _registry(),
+        _registry().at(_versions(versions_arg)),
         world_size=world_size,
         model_params=_model_params(model),
         gpu_mem_gib=gpu_mem or DEFAULT_GPU_MEM_GIB,
@@ -513,26 +621,42 @@ def lint(file: str, as_json: bool, world_size: int | None, model: str | None, gp
 @click.argument("file", metavar="FILE|-")
 @click.option("--json", "as_json", is_flag=True, help='Print {"names": [...]} as JSON.')
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the text.")
-def factcheck(file: str, as_json: bool, lang: str) -> None:
+@VERSIONS
+def factcheck(file: str, as_json: bool, lang: str, versions_arg: str | None) -> None:
     """Judge every parameter-like name in free text (a chat answer, a forum thread) against the registry.
 
-    Exit 1 when a name does not exist or is misplaced, 2 when the file cannot be read.
+    Verdicts: valid, deprecated, misplaced, not-a-config-key, does-not-exist (only where the registry
+    covers every name: a pasted DeepSpeed config or accelerate YAML, launcher flags, TrainingArguments(...)
+    / LoraConfig(...) arguments, a zero_* / stage3_* key) and unverified (kb cannot say; the reason is given).
+    Exit 1 when a name does not exist or is misplaced (never for unverified), 2 when the file cannot be read.
     """
     from kb.factcheck import MAX_TEXT_CHARS, check_names
     from kb.present import reports
 
     text, name = _read_input(file, MAX_TEXT_CHARS * 4, "text")
     note = f"only the first {MAX_TEXT_CHARS} characters were checked" if len(text) > MAX_TEXT_CHARS else None
-    names = check_names(text, _registry(), lang)
+    names = check_names(text, _text_view(text, versions_arg), lang)
     if as_json:
         keep = ("name", "verdict", "registry_id", "suggestions", "line", "message")
-        out: dict[str, Any] = {"names": [{k: v for k, v in n.to_dict().items() if k in keep} for n in names]}
+        out: dict[str, Any] = {
+            "names": [
+                {k: v for k, v in n.to_dict().items() if k in keep or (k == "reason" and v is not None)} for n in names
+            ]
+        }
         if note:
             out["note"] = note
         _echo_json(out, indent=2)
     else:
-        click.echo(reports.factcheck(name, [n.to_dict() for n in names], note), nl=False)
+        click.echo(reports.factcheck(name, [n.to_dict() for n in names], note, lang), nl=False)
     sys.exit(1 if any(n.verdict in ("does-not-exist", "misplaced") for n in names) else 0)
+
+
+def _text_view(text: str, versions_arg: str | None):
+    """The registry as the releases a text names (a pasted freeze, "transformers 4.46"), --versions winning."""
+    from kb.versions import versions_from_text
+
+    found = versions_from_text(text[:200_000]).as_pins()
+    return _registry().at({**found, **_versions(versions_arg)})
 
 
 @main.command()
@@ -637,6 +761,63 @@ def stats(as_json: bool, list_unused: bool) -> None:
         click.echo(reports.stats(rep, list_unused), nl=False)
 
 
+@main.command("env")
+@click.option(
+    "--from",
+    "from_file",
+    default=None,
+    metavar="FILE",
+    help="Read pasted pip freeze / pip list / ds_report / transformers env / accelerate env output (- for stdin) "
+    "instead of the current environment, and show what kb understood.",
+)
+@click.option(
+    "--versions",
+    "versions_arg",
+    default=None,
+    metavar="PINS",
+    help='Your versions, as for the other commands: "deepspeed==0.14.4 transformers==4.46.3" (they win).',
+)
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def env_command(from_file: str | None, versions_arg: str | None, lang: str, as_json: bool) -> None:
+    """The package versions kb would use: read from the current environment, or from --from FILE.
+
+    Reads the packages the registry records (and python, CUDA, NCCL when shown); docs/versions.md lists
+    the formats and which source wins. Exit 0, or 2 when the input cannot be read or --versions is bad.
+    """
+    from kb.i18n import t
+    from kb.present import reports
+    from kb.versions import (
+        MAX_PASTE_BYTES,
+        VersionsError,
+        merge,
+        packages,
+        parse_versions_arg,
+        versions_from_environment,
+        versions_from_text,
+    )
+
+    if not packages():
+        raise KbError(t(lang, "versions.no_registry", path=str(paths.registry_dir())), "index")
+    try:
+        flag = parse_versions_arg(versions_arg) if versions_arg is not None else None
+    except VersionsError as e:
+        raise KbError(e.text(lang)) from None
+    name = None
+    if from_file is None:
+        found = versions_from_environment()
+    else:
+        text, name = _read_input(from_file, MAX_PASTE_BYTES, "input")
+        if not text.strip():
+            raise KbError(t(lang, "versions.empty_input", name=name))
+        found = versions_from_text(text, origin="attachment")
+    result = merge(flag, found) if flag is not None else found
+    if as_json:
+        _echo_json({"from": name or "environment", **result.to_dict()}, indent=2)
+    else:
+        click.echo(reports.versions(result.to_dict(), lang, name), nl=False)
+
+
 # ---------------------------------------------------------------- bots, feedback, gaps
 
 
@@ -684,7 +865,9 @@ def _bot_command(platform: str):
             from kb.configs import MAX_CONFIG_BYTES
 
             query = _query_arg(dry_run)
-            text, name = (None, "<config>") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
+            text, name = (
+                (None, "<config>") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
+            )
             service = AnswerService(s, engine=_engine(), store=MemoryStore())
             try:
                 body = mod.dry_run(service, query, config_text=text, config_name=name, lang=lang)
@@ -837,10 +1020,21 @@ def registry() -> None:
     help="Output folder (default: data/registry).",
 )
 @click.option("--package", "packages", multiple=True, help="Only these packages (repeatable). Default: all builders.")
-def registry_build(out: Path | None, packages: tuple[str, ...]) -> None:
-    """Introspect the installed packages and write data/registry/*.jsonl (deterministic)."""
+@click.option(
+    "--release",
+    "releases",
+    multiple=True,
+    metavar="PKG==VERSION",
+    help="Build this older release in its own folder under .cache/kb/releases (repeatable), then merge. "
+    "--release all: every release listed in indexer/registry_releases.py.",
+)
+def registry_build(out: Path | None, packages: tuple[str, ...], releases: tuple[str, ...]) -> None:
+    """Build the installed releases (or --release ones) and merge them into data/registry (format 2).
+
+    Releases not rebuilt keep their records from the committed data/registry files."""
     try:
-        from indexer.registry_build import BUILDERS, build_registry
+        from indexer import registry_releases as rr
+        from indexer.registry_build import BUILDERS
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise KbError(f"{e}. Install the registry extra: pip install -e '.[registry]'") from None
     unknown = sorted(set(packages) - set(BUILDERS))
@@ -848,33 +1042,80 @@ def registry_build(out: Path | None, packages: tuple[str, ...]) -> None:
         raise KbError(f"--package: no builder for {', '.join(unknown)}; choose from {', '.join(BUILDERS)}")
     from kb.present import reports
 
+    if releases == ("all",):
+        specs = [(p, v) for p, vs in rr.RELEASES.items() for v in vs if not packages or p in packages]
+    else:
+        try:
+            specs = [rr.parse_spec(s) for s in releases]
+        except ValueError as e:
+            raise KbError(str(e)) from None
+    if not specs:
+        for pkg in packages or BUILDERS:
+            ver = rr.installed_version(pkg)
+            if ver is None:
+                raise KbError(f"{pkg} is not installed. Install the registry extra: pip install -e '.[registry]'")
+            specs.append((pkg, ver))
     try:
-        manifest = build_registry(
-            out or paths.registry_dir(),
-            packages or None,
-            progress=lambda p: click.echo(reports.introspecting(p), nl=False, err=True),
+        manifest = rr.build_and_merge(
+            specs, out or paths.registry_dir(), progress=lambda m: click.echo(m, nl=False, err=True)
         )
-    except ImportError as e:
-        raise KbError(f"{e}. Install the registry extra: pip install -e '.[registry]'") from None
+    except (RuntimeError, FileNotFoundError, ImportError) as e:
+        raise KbError(str(e)) from None
+    click.echo(reports.registry_files(manifest), nl=False)
+
+
+@registry.command("merge")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: data/registry).",
+)
+@click.option("--package", "packages", multiple=True, help="Only these packages (repeatable). Default: all built.")
+def registry_merge(out: Path | None, packages: tuple[str, ...]) -> None:
+    """Merge the releases already built under .cache/kb/registry-releases into data/registry (format 2)."""
+    from indexer import registry_releases as rr
+    from kb.present import reports
+
+    pkgs = list(packages) or sorted({p.name.rsplit("-", 1)[0] for p in rr.BUILD_DIR.glob("*.jsonl")})
+    if not pkgs:
+        raise KbError(f"nothing built under {rr.BUILD_DIR}; run `kb registry build --release PKG==VERSION` first")
+    try:
+        manifest = rr.write_registry(out or paths.registry_dir(), pkgs)
+    except FileNotFoundError as e:
+        raise KbError(str(e)) from None
     click.echo(reports.registry_files(manifest), nl=False)
 
 
 @registry.command("lookup")
 @click.argument("name")
 @click.option("--context", default=None, help="Config path the name sits under, e.g. zero_optimization.")
+@click.option(
+    "--version",
+    "version",
+    multiple=True,
+    metavar="PKG==VER",
+    help="Judge NAME as this release has it, e.g. deepspeed==0.14.4 (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def registry_lookup(name: str, context: str | None, as_json: bool) -> None:
-    """Is NAME real, and where does it live? Exit 1 when it is unknown."""
+def registry_lookup(name: str, context: str | None, version: tuple[str, ...], as_json: bool) -> None:
+    """Is NAME real, where does it live, and in which recorded releases (its history)? Exit 1 when unknown."""
     from kb.present import reports
 
-    lk = _registry().resolve(name, context=context)
+    reg = _registry().at(_versions(" ".join(version)) if version else {})
+    lk = reg.resolve(name, context=context)
+    history = reg.timeline(lk.record["id"]) if lk.record else []
+    spellings = reg.spellings(lk.record["id"]) if lk.record else []
     if as_json:
         d = lk.to_dict()
         d["record"] = lk.record
+        d["judged_by"] = reg.pins
+        d["history"] = [{"release": rel, "record": r} for rel, r in history]
+        d["spellings"] = spellings
         _echo_json(d, indent=2)
     else:
         records = ([lk.record] if lk.record else []) + [c for c in lk.candidates if c is not lk.record]
-        click.echo(reports.lookup(name, {**lk.to_dict(), "records": records}), nl=False)
+        click.echo(reports.lookup(name, {**lk.to_dict(), "records": records}, history, spellings, reg.pins), nl=False)
     sys.exit(1 if lk.status == "unknown" else 0)
 
 

@@ -44,6 +44,8 @@ class ParsedConfig:
     source: str
     fmt: str = "json"  # json | hjson | yaml | cmdline
     lines: dict[str, int] = field(default_factory=dict)  # dotted key path -> 1-based line
+    # every repeated key: (dotted path, line of the repeat); json/yaml keep the last value silently
+    duplicates: list[tuple[str, int | None]] = field(default_factory=list)
 
     def line(self, path: str) -> int | None:
         while path:
@@ -68,11 +70,13 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
             f"{source}:{at}: config nests {depth} levels deep (the limit is {MAX_NESTING}); this is not a config"
         )
     fmt = "json"
+    repeated: list[str] = []  # keys an object of the JSON / HJSON text holds twice
     if stripped[0] in "{[":
         try:
-            data = json.loads(stripped)
+            data = json.loads(stripped, object_pairs_hook=_pairs_hook(repeated))
         except json.JSONDecodeError as e:
-            data = _hjson(stripped)
+            repeated.clear()
+            data = _hjson(stripped, repeated)
             if data is None:
                 raise ConfigError(f"{source}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
             fmt = "hjson"
@@ -94,7 +98,48 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     lines = _line_map(text) if fmt != "hjson" else _line_map_by_search(text, data)
-    return ParsedConfig(_kind(data), data, source, fmt, lines)
+    dups = _duplicate_paths(text) if repeated or fmt == "yaml" else []
+    if repeated and not dups:  # HJSON that YAML cannot read: the names, at the line of their first use
+        dups = [(k, lines.get(k)) for k in dict.fromkeys(repeated)]
+    return ParsedConfig(_kind(data), data, source, fmt, lines, dups)
+
+
+def _pairs_hook(repeated: list[str]):
+    """object_pairs_hook that builds the same dict json does (the last value wins) and notes repeated keys."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            seen: set[str] = set()
+            repeated.extend(k for k, _ in pairs if k in seen or seen.add(k))
+        return d
+
+    return hook
+
+
+def _duplicate_paths(text: str) -> list[tuple[str, int]]:
+    """(dotted path, line) of every key a mapping repeats (its second and later occurrences)."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return []
+    out: list[tuple[str, int]] = []
+
+    def walk(n: Any, prefix: str, depth: int) -> None:
+        if depth > 50 or not isinstance(n, yaml.MappingNode):
+            return
+        seen: set[str] = set()
+        for k, v in n.value:
+            if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                if k.value in seen:
+                    out.append((f"{prefix}{k.value}", k.start_mark.line + 1))
+                seen.add(k.value)
+                walk(v, f"{prefix}{k.value}.", depth + 1)
+
+    walk(node, "", 0)
+    return sorted(out, key=lambda t: t[1])
 
 
 MAX_VALUES = 100_000  # a config has hundreds of values; YAML aliases can make a 1 kB text stand for billions
@@ -168,14 +213,15 @@ def _max_nesting(text: str) -> tuple[int, int]:
     return best, best_line
 
 
-def _hjson(text: str) -> Any:
+def _hjson(text: str, repeated: list[str] | None = None) -> Any:
     """DeepSpeed also reads HJSON (comments, trailing commas, unquoted keys)."""
     try:
         import hjson
     except ImportError:
         return None
     try:
-        return json.loads(json.dumps(hjson.loads(text)))  # OrderedDicts -> plain dicts
+        hook = _pairs_hook(repeated if repeated is not None else [])
+        return json.loads(json.dumps(hjson.loads(text, object_pairs_hook=hook)))  # OrderedDicts -> plain dicts
     except Exception:  # noqa: BLE001 - any hjson failure means "not HJSON either"
         return None
 
@@ -269,13 +315,15 @@ def _parse_command(text: str, source: str) -> ParsedConfig:
         raise ConfigError(f"{source}: empty command line")
     prog = argv.pop(0).rsplit("/", 1)[-1]
     launcher = prog
+    command = prog if prog in ("deepspeed", "torchrun") else None  # the CLI whose parser reads argv (registry)
     if prog == "accelerate" and argv[:1] == ["launch"]:
         argv.pop(0)
-        launcher = "accelerate launch"
+        launcher = command = "accelerate launch"
     elif prog.startswith("python") and argv[:2] in (
         ["-m", "torch.distributed.run"],
         ["-m", "torch.distributed.launch"],
     ):
+        command = "torchrun" if argv[1] == "torch.distributed.run" else "torch.distributed.launch"
         argv = argv[2:]
         launcher = "torchrun"
     elif prog.startswith("python"):
@@ -289,6 +337,8 @@ def _parse_command(text: str, source: str) -> ParsedConfig:
         "launcher_args": launcher_args,
         "script": script,
         "script_args": script_args,
+        "command": command,
+        "argv": list(argv),  # the launcher's own tokens (after the program), as its argparse parser sees them
     }
     lines = {f"launcher_args.{k}": 1 for k in launcher_args} | {f"script_args.{k}": 1 for k in script_args}
     return ParsedConfig("launch", data, source, "cmdline", lines)

@@ -18,11 +18,25 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-SCHEMA_VERSION = "1.1"  # 1.1: Result.path (the entry's page on the static site)
+SCHEMA_VERSION = (
+    "1.2"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents
+)
 
 Lang = Literal["en", "zh"]
 Severity = Literal["error", "warning", "info"]
-Verdict = Literal["valid", "deprecated", "misplaced", "not-a-config-key", "does-not-exist"]
+Verdict = Literal[
+    "valid", "deprecated", "misplaced", "not-a-config-key", "other-version", "does-not-exist", "unverified"
+]
+
+
+@dataclass
+class Spelling:
+    """One name a setting had across the recorded releases (``since`` / ``until``: recorded releases)."""
+
+    id: str
+    name: str
+    since: str
+    until: str
 
 
 @dataclass
@@ -41,6 +55,12 @@ class ParamFact:
     deprecated: bool = False
     replacement: str | None = None
     known: bool = True  # False: the entry names an id this registry does not have (kb check prevents it)
+    shown_name: str | None = None  # the spelling in the user's release when it differs from ``name``
+    in_release: bool | None = (
+        None  # the user's release has it (under ``shown_name`` or ``name``); None: versions unknown
+    )
+    spellings: list[Spelling] = field(default_factory=list)  # when the name changed across recorded releases
+    note: str | None = None  # the spelling / release note to show beside the name, in the answer's language
 
 
 @dataclass
@@ -50,11 +70,23 @@ class Snippet:
 
 
 @dataclass
+class Equivalent:
+    """The same settings as a fix's DeepSpeed snippet, written for another front end (kb.frontends)."""
+
+    front_end: str  # accelerate_yaml | accelerate_launch | training_args | ...
+    snippet: Snippet | None  # the settings in that front end's own syntax (None: no equivalent there)
+    names: list[dict[str, Any]] = field(default_factory=list)  # each: ds path, front-end name, value, source
+    notes: list[str] = field(default_factory=list)  # keys with no equivalent there, and what to do instead
+
+
+@dataclass
 class Fix:
     title: str
     text: str
     params: list[str] = field(default_factory=list)
     snippet: Snippet | None = None
+    equivalents: list[Equivalent] = field(default_factory=list)  # the snippet for the user's front end (or all)
+    version_notes: list[str] = field(default_factory=list)  # names respelled for the user's release
 
 
 @dataclass
@@ -98,6 +130,19 @@ class Result:
     related: list[str] = field(default_factory=list)
     withdrawn: str | None = None  # the reason, when the entry was withdrawn (kb show only)
     path: str = ""  # the entry's page on the static site (kb export), relative to its base URL: /<lang>/<id>/
+    applies: bool | None = None  # the user's versions satisfy ``applies_to``; None: unknown or no constraint
+    version_note: str | None = None  # why it was demoted ("applies to deepspeed >=0.18.3; you run 0.14.4")
+
+
+@dataclass
+class VersionUsed:
+    """A package version the answer was judged by: what the user gave and the recorded release used."""
+
+    package: str
+    version: str  # as the user gave it (a partial "4.46" stays partial)
+    release: str | None  # the recorded registry release that stands for it; None: package not in the registry
+    source: str  # flag | pip-freeze | pip-list | ds_report | transformers-env | accelerate-env | query | environment
+    exact: bool  # the user's version is a recorded release (otherwise the nearest release at or below it)
 
 
 @dataclass
@@ -127,7 +172,7 @@ class Finding:
 class Note:
     """Something the reader should know that is not an entry: a verdict on a name they used, or about the input."""
 
-    kind: Literal["param", "input"]
+    kind: Literal["param", "input", "version"]
     message: str
     name: str | None = None
     verdict: Verdict | None = None
@@ -182,6 +227,8 @@ class Answer:
     message: str | None = None  # why there is no confident answer (answered false)
     config_facts: dict[str, Any] | None = None  # what ranking used from the config: stage, offload, precision
     memory: Memory | None = None
+    versions: list[VersionUsed] = field(default_factory=list)  # empty: versions unknown (both spellings shown)
+    front_end: str | None = None  # the front end equivalents were written for; None: all of them
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -132,6 +132,14 @@ class Source(_Model):
         return self
 
 
+class External(_Model):
+    """A name the text uses that is outside the registry (an NCCL / CUDA env var, a tool such as
+    ``nvidia-smi``, another project's argument), with the source that documents it."""
+
+    name: str = Field(min_length=1)
+    source: Source
+
+
 class Conditions(_Model):
     """What a user's config must look like for this entry to apply (used to boost/demote)."""
 
@@ -197,6 +205,7 @@ class Entry(_Model):
     fixes: list[Fix] = Field(min_length=1)
     params: list[str] = []
     myths: list[Myth] = []
+    external: list[External] = []
     conditions: Conditions | None = None
     applies_to: dict[str, str] = {}
     sources: list[Source] = Field(min_length=1)

@@ -29,6 +29,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "unit.fix": "fix",
         "unit.myth": "myth",
         "unit.params": "parameter names",
+        # versions (kb.releases): names and entries judged by the user's releases
+        "attachment_versions": "The attachment is a version report (pip freeze / ds_report / env output): its versions were used; it was not linted as a config.",
+        "ver.renamed": "`{shown}` in {pkg} {release}; `{name}` is its spelling from {since} on",
+        "ver.absent_added": "`{name}` is not in {pkg} {release}: it first appears in {since}",
+        "ver.absent_removed": "`{name}` is not in {pkg} {release}: the last recorded release with it is {until}",
+        "ver.spellings": "`{name}` ({pkg} {since}+); {others}",
+        "ver.spelling_other": "`{name}` in {since}\u2013{until}",
+        "ver.respelled": "written for {pkg} {release}: {pairs}",
+        "ver.not_applies": "applies to {spec}; you run {pkg} {version}",
+        "ver.judged_by": "{pkg} {version} was judged by the nearest recorded release, {release}",
+        "ver.newer_than_recorded": "{pkg} {version} is newer than the newest recorded release, {release}: names added since are not known",
         # memory (kb mem inside an answer)
         "mem.assume_one_gpu": "one GPU (say how many GPUs in the question to change this)",
         "mem.assume_setup": "sequence length {seq}, {gpu_mem:g} GiB per GPU, activation checkpointing off",
@@ -44,6 +55,21 @@ MESSAGES: dict[str, dict[str, str]] = {
         "mem.term.lora_base": "frozen base weights",
         "mem.term.lora_adapters": "adapter weights + grads + Adam states",
         "mem.term.host_model_states": "model states (DeepSpeed estimator, x1.5 buffer)",
+        # the user's versions (kb.versions: --versions, kb env)
+        "versions.empty": '--versions is empty: give pkg==version tokens, e.g. "deepspeed==0.14.4 transformers==4.46.3" '
+        "(packages: {accepted})",
+        "versions.bad_token": "--versions: cannot read {token!r}: write pkg==version, e.g. deepspeed==0.14.4 "
+        "(packages: {accepted})",
+        "versions.unknown_package": "--versions: {token!r}: unknown package {name!r}; kb reads {accepted}",
+        "versions.bad_version": "--versions: {token!r}: {version!r} is not a version; write at least major.minor, "
+        "e.g. 0.14 or 0.14.4 (a local label such as +cu121 is fine)",
+        "versions.twice": "--versions: {token!r}: {name} was already given as {first}; give each package once",
+        "versions.conflict": "{name}: using {kept} ({kept_source}), not {dropped} ({dropped_source})",
+        "versions.ambiguous": "{name}: the text names several versions ({found}); none is used",
+        "versions.no_registry": "no parameter registry in {path}: kb reads the versions of the packages it records "
+        "(run `kb registry build`, or check $KB_DATA)",
+        "versions.empty_input": "{name}: is empty; paste pip freeze, pip list, ds_report, transformers env or "
+        "accelerate env output",
     },
     "zh": {
         "no_answer": "没有把握的答案：知识库里没有和这个问题足够匹配的条目。下面列出的只是最接近的条目，不一定适用。",
@@ -63,6 +89,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "unit.fix": "解决办法",
         "unit.myth": "误区",
         "unit.params": "参数名",
+        "attachment_versions": "附件是版本信息（pip freeze / ds_report / env 的输出）：已按其中的版本判断，没有当作配置文件检查。",
+        "ver.renamed": "在 {pkg} {release} 里写作 `{shown}`；`{name}` 是 {since} 起的写法",
+        "ver.absent_added": "{pkg} {release} 里没有 `{name}`：它从 {since} 才出现",
+        "ver.absent_removed": "{pkg} {release} 里没有 `{name}`：记录中最后一个有它的版本是 {until}",
+        "ver.spellings": "`{name}`（{pkg} {since} 起）；{others}",
+        "ver.spelling_other": "{since}\u2013{until} 里是 `{name}`",
+        "ver.respelled": "已按 {pkg} {release} 改写：{pairs}",
+        "ver.not_applies": "适用于 {spec}；你用的是 {pkg} {version}",
+        "ver.judged_by": "{pkg} {version} 按最接近的已记录版本 {release} 判断",
+        "ver.newer_than_recorded": "{pkg} {version} 比已记录的最新版本 {release} 还新：之后新增的名字无法确认",
         "mem.assume_one_gpu": "按单卡计算（在问题里写明卡数即可改变）",
         "mem.assume_setup": "序列长度 {seq}，每张卡 {gpu_mem:g} GiB，未开启激活检查点",
         "mem.assume_count_only": "只知道参数量（写出预设名如 llama2-7b 才能估算激活）",
@@ -77,6 +113,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "mem.term.lora_base": "冻结的基座权重",
         "mem.term.lora_adapters": "适配器权重 + 梯度 + Adam 状态",
         "mem.term.host_model_states": "模型状态（DeepSpeed 估算公式，含 1.5 倍余量）",
+        "versions.empty": '--versions 为空：请写成 包名==版本，例如 "deepspeed==0.14.4 transformers==4.46.3"（可用的包：{accepted}）',
+        "versions.bad_token": "--versions：无法识别 {token!r}：请写成 包名==版本，例如 deepspeed==0.14.4（可用的包：{accepted}）",
+        "versions.unknown_package": "--versions：{token!r} 中的包名 {name!r} 不认识；kb 只识别 {accepted}",
+        "versions.bad_version": "--versions：{token!r} 中的 {version!r} 不是版本号；至少写到次版本号，"
+        "例如 0.14 或 0.14.4（可以带 +cu121 这类本地标签）",
+        "versions.twice": "--versions：{token!r}：{name} 前面已经给过版本 {first}；每个包只写一次",
+        "versions.conflict": "{name}：采用 {kept}（{kept_source}），未采用 {dropped}（{dropped_source}）",
+        "versions.ambiguous": "{name}：文本里出现了多个版本（{found}），一个都没有采用",
+        "versions.no_registry": "{path} 中没有参数注册表：kb 只读取注册表中记录的包的版本"
+        "（请运行 `kb registry build`，或检查 $KB_DATA）",
+        "versions.empty_input": "{name}：内容为空；请粘贴 pip freeze、pip list、ds_report、transformers env 或 "
+        "accelerate env 的输出",
     },
 }
 

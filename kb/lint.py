@@ -100,6 +100,13 @@ class Rule:
     validity: bool = False  # its effect is that DeepSpeed / accelerate raises: proven in tests/test_lint_oracle.py
 
     @property
+    def oracle(self) -> str:
+        """The test file that proves a validity rule against the real code (each rule module names its own)."""
+        import sys
+
+        return getattr(sys.modules.get(self.check.__module__), "ORACLE", CORE_ORACLE)
+
+    @property
     def kinds(self) -> tuple[str, ...]:
         """Config kinds (``ParsedConfig.kind``) it can fire on: TrainingArguments files carry a DeepSpeed view."""
         ks = set(self.views) | ({"training_args"} if "deepspeed" in self.views else set())
@@ -107,6 +114,7 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+CORE_ORACLE = "tests/test_lint_oracle.py"  # proves the validity rules of this module
 
 
 def rule(
@@ -271,6 +279,17 @@ class Ctx:
 def _other(v: KeyVisit) -> tuple[str, str]:
     """' It is a method (...), not a DeepSpeed config key.' when the unknown key names something else."""
     r = v.lookup.record
+    if v.status == "absent" and r:  # real in other releases: the view is the user's release (Registry.at)
+        rel = f"{r['package']} {r['since']}" if r["absent"] == "added" else f"{r['package']} {r['until']}"
+        if r["absent"] == "added":
+            return (
+                f" It first appears in {rel}; your release does not have it.",
+                f"它从 {rel} 才有；你用的版本里没有。",
+            )
+        return (
+            f" It was removed after {rel}; your release does not have it.",
+            f"它在 {rel} 之后被移除；你用的版本里没有。",
+        )
     if v.status == "not-a-config-key" and r:
         return (
             f" It is a {r['kind']} ({r['id']}), not a DeepSpeed config key.",
@@ -438,8 +457,8 @@ def kb003(c: Ctx) -> None:
     items = c.data["script_args"] if c.view == "launch" else c.data
     for key in items:
         rec = c.reg.get(f"transformers:TrainingArguments.{key}")
-        if rec is None or not rec.get("deprecated"):
-            continue  # LLaMA-Factory-style files mix model/data arguments of their own
+        if rec is None or not rec.get("deprecated") or rec["status"] in ("removed", "absent"):
+            continue  # LLaMA-Factory-style files mix model/data arguments of their own; removed fields are KB035
         ver, doc = rec["version"], rec["doc"] or ""
         if c.view == "launch":
             path, msg = f"script_args.{key}", f"`--{key}` is deprecated in transformers {ver}."
@@ -1214,36 +1233,10 @@ def kb020(c: Ctx) -> None:
             )
 
 
-@rule(
-    "KB021",
-    "unknown-flag",
-    "warning",
-    None,
-    views=("launch",),
-    summary="flag unknown to the `deepspeed` / `accelerate launch` launcher",
-    effect='the launcher exits: argparse "unrecognized arguments" (an unambiguous prefix of a real flag is accepted)',
-    bad=[
-        Case("deepspeed --num_gpus 2 --master_prot 29501 train.py", "typo in a deepspeed flag"),
-        Case("accelerate launch --num_processes 2 --mixed_precisionn bf16 train.py", "typo in an accelerate flag"),
-    ],
-    ok=[
-        Case("deepspeed --num_gpus 2 --master_port 29501 train.py --master_prot 1", "after the script: its own"),
-        Case("accelerate launch --num_processes 2 --mixed_precision bf16 train.py", "real flags"),
-    ],
-)
-def kb021(c: Ctx) -> None:
-    cli = {"deepspeed": "deepspeed", "accelerate launch": "accelerate launch"}.get(c.data["launcher"])
-    if not cli:
-        return
-    for flag in c.data["launcher_args"]:
-        if c.reg.get(f"{cli.split()[0]}:cli/{cli}/--{flag}") is None:
-            c.add(
-                f"launcher_args.{flag}",
-                f"`--{flag}` is not a `{cli}` option.",
-                f"check `{cli} --help`",
-                f"`--{flag}` 不是 `{cli}` 的参数。",
-                f"看一下 `{cli} --help`",
-            )
+# KB021 (unknown-flag, a launch-line warning) was retired: launch lines are now parsed by the launchers'
+# own argparse definitions (kb/lintrules/frontends.py KB030-KB033), which also know accelerate's dash
+# spellings and argparse's abbreviations. A retired code is never reused.
+RETIRED = {"KB021": "replaced by KB030-KB033 (launch lines parsed by the launchers' own argparse definitions)"}
 
 
 # ---------------------------------------------------------------- running the rules
@@ -1294,7 +1287,7 @@ def rules_markdown() -> str:
     ]
     for code in sorted(RULES):
         r = RULES[code]
-        effect = r.effect + (" (proven in `tests/test_lint_oracle.py`)" if r.validity else "")
+        effect = r.effect + (f" (proven in `{r.oracle}`)" if r.validity else "")
         entry = f"`{r.entry}`" if r.entry else ""
         rows.append(
             f"| {r.code} | {r.severity} | `{r.name}` | {r.summary} | {effect} | {', '.join(r.kinds)} | {entry} |"

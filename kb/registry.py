@@ -20,12 +20,14 @@ from typing import Any, Literal
 from kb.paths import registry_dir
 
 CONFIG_KINDS = ("config_key", "config_section", "yaml_key")
+SITE_KINDS = ("raise_site", "warn_site")
 
 Status = Literal[
     "exact",  # the name (or id / path) is real, exactly as written
     "alias",  # accepted under another spelling (e.g. prefetch_bucket_size for stage3_prefetch_bucket_size)
     "deprecated",  # still accepted, deprecated (see record.noop / record.replacement)
     "removed",  # the package now raises for it
+    "absent",  # real in other recorded releases, not in the user's (record: absent added|removed, since, until)
     "misplaced",  # real name, wrong place: see candidates
     "not-a-config-key",  # a real API / method / kwarg / env var, not a config key
     "unknown",  # no such name: see suggestions
@@ -55,30 +57,111 @@ class Lookup:
 
 
 class Registry:
-    """All records of all recorded package versions; the newest version of a package wins."""
+    """Every recorded release of every package, one record per name (format 2, see docs/registry.md).
 
-    def __init__(self, records: list[dict[str, Any]]):
-        self._all = records
-        newest: dict[str, str] = {}
-        for r in records:
-            if _vkey(r["version"]) > _vkey(newest.get(r["package"], "0")):
-                newest[r["package"]] = r["version"]
-        self.versions = newest
-        self.records = [r for r in records if newest[r["package"]] == r["version"]]
+    A Registry is a *view*: by default the newest recorded release of each package (names that only
+    older releases have stay findable, with status ``removed`` and ``until``); ``at(versions)`` is the
+    view for a user's releases, where names of other releases only are ``absent`` (with ``since`` /
+    ``until``) so a check can say "not in your version" instead of "does not exist".
+    """
+
+    def __init__(self, records: list[dict[str, Any]], pins: dict[str, str] | None = None):
+        self._all = _merged(records)
+        self._by_base_id_all = {r["id"]: r for r in self._all}
+        releases: dict[str, set[str]] = defaultdict(set)
+        for r in self._all:
+            releases[r["package"]].update(r["releases"])
+        self.releases = {p: sorted(v, key=_vkey) for p, v in sorted(releases.items())}
+        self.pins = dict(pins or {})  # package -> the recorded release this view shows
+        self.versions = {p: self.pins.get(p, v[-1]) for p, v in self.releases.items()}
+        self.newest = {p: v[-1] for p, v in self.releases.items()}
+        self.records = [v for v in (self._view(r) for r in self._all) if v is not None]
         self.by_id = {r["id"]: r for r in self.records}
+        self._by_base_id = {r["id"]: r for r in self._all}
         self.by_path: dict[str, list[dict]] = defaultdict(list)
         self.by_name: dict[str, list[dict]] = defaultdict(list)
         self.auto_fill: dict[str, list[dict]] = defaultdict(list)  # DS key -> integrations that fill "auto"
+        self.sites: list[dict] = []  # raise / warn sites on the config paths (indexer/registry_sites.py)
+        self.mappings: dict[str, list[dict]] = defaultdict(list)  # DS path -> front-end names (registry_frontends)
         for r in self.records:
+            if r["kind"] == "mapping":
+                if r["status"] != "absent":
+                    self.mappings[r["path"]].append(r)
+                continue  # a front end's name for a DeepSpeed key: not a name of its own here
             if r["kind"] == "auto_fill":
-                self.auto_fill[r["path"]].append(r)
+                if r["status"] != "absent":
+                    self.auto_fill[r["path"]].append(r)
                 continue  # metadata about a key, not a name of its own
+            if r["kind"] in SITE_KINDS:
+                if r["status"] != "absent":
+                    self.sites.append(r)
+                continue  # a place in the code, not a name a user writes
             self.by_path[r["path"]].append(r)
             for n in [r["name"], *r["aliases"]]:
                 self.by_name[n].append(r)
             for a in r["aliases"]:
                 if r["kind"] in CONFIG_KINDS:
                     self.by_path[r["path"].rsplit(".", 1)[0] + "." + a if "." in r["path"] else a].append(r)
+
+    def _view(self, r: dict[str, Any]) -> dict[str, Any] | None:
+        """The record as this view shows it (its release's values), or None when it is not shown."""
+        pkg = r["package"]
+        rel = self.pins.get(pkg)
+        if rel is None:  # default view: the newest release
+            if r["releases"][-1] == self.newest[pkg]:
+                return r
+            return {**r, "status": "removed", "until": r["releases"][-1]}
+        if rel in r["releases"]:
+            return {**r, **r.get("history", {}).get(rel, {}), "version": rel}
+        first, last = r["releases"][0], r["releases"][-1]
+        absent = "added" if _vkey(first) > _vkey(rel) else "removed"
+        if absent == "added" and self._unprovable(r, rel):
+            # a key under a section that release did not validate (no pydantic model): the builder saw
+            # only the keys DeepSpeed read on its probes, so absence there is not evidence; say nothing
+            return {**r, **r.get("history", {}).get(first, {}), "version": first, "unrecorded_in": rel}
+        return {**r, "status": "absent", "absent": absent, "since": first, "until": last}
+
+    def _unprovable(self, r: dict[str, Any], rel: str) -> bool:
+        """Is ``r``'s absence from release ``rel`` unproven (its section there is not a validated model)?"""
+        if r["kind"] not in CONFIG_KINDS or "." not in r["path"]:
+            return False
+        parent = self._by_base_id_all.get(f"{r['package']}:{r['path'].rsplit('.', 1)[0]}")
+        if parent is None or rel not in parent["releases"]:
+            return False  # the section itself is new: its keys are new with it
+        at = {**parent, **parent.get("history", {}).get(rel, {})}
+        return not at.get("validated")
+
+    def at(self, versions: dict[str, str] | None) -> Registry:
+        """The view for the user's releases: ``{"transformers": "4.46.3"}``; other packages stay newest.
+
+        Each user version maps to the nearest recorded release at or below it (the oldest recorded
+        when the user's is older than all); ``pins`` says which release each package was judged by."""
+        pins = {p: self.release_for(p, v) for p, v in (versions or {}).items() if p in self.releases}
+        pins = {p: rel for p, rel in pins.items() if rel}
+        base = self._default_view()
+        if not pins:
+            return base
+        key = tuple(sorted(pins.items()))
+        cache = base.__dict__.setdefault("_views", {})
+        if key not in cache:
+            view = Registry(base._all, pins)  # records are format 2 already: _merged passes them through
+            view._default = base
+            cache[key] = view
+            while len(cache) > 16:  # a bot sees few distinct version sets; keep the newest few
+                cache.pop(next(iter(cache)))
+        return cache[key]
+
+    def _default_view(self) -> Registry:
+        return getattr(self, "_default", None) or self
+
+    def release_for(self, package: str, version: str) -> str | None:
+        """The recorded release that stands for ``version`` of ``package`` (floor; oldest if older)."""
+        rels = self.releases.get(package)
+        if not rels or not version:
+            return None
+        want = _vkey(version)
+        floor = [r for r in rels if _vkey(r)[: len(want)] <= want]
+        return floor[-1] if floor else rels[0]
 
     @classmethod
     def load(cls, root: Path | None = None) -> Registry:
@@ -94,14 +177,70 @@ class Registry:
     # ------------------------------------------------------------ queries
 
     def get(self, rid: str, version: str | None = None) -> dict[str, Any] | None:
-        """Record by canonical id (newest version, or the given one)."""
+        """Record by canonical id as this view shows it (or as release ``version`` has it)."""
         if version is None:
             return self.by_id.get(rid)
-        return next((r for r in self._all if r["id"] == rid and r["version"] == version), None)
+        return next((r for r in self.history(rid) if r["version"] == version), None)
 
     def history(self, rid: str) -> list[dict[str, Any]]:
-        """The record in every recorded version of its package, oldest first."""
-        return sorted((r for r in self._all if r["id"] == rid), key=lambda r: _vkey(r["version"]))
+        """The record in every recorded release that has it, oldest first (each with that release's values)."""
+        r = self._by_base_id.get(rid)
+        if r is None:
+            return []
+        return [{**r, **r.get("history", {}).get(rel, {}), "version": rel} for rel in r["releases"]]
+
+    def timeline(self, rid: str) -> list[tuple[str, dict[str, Any] | None]]:
+        """(release, record or None) for every recorded release of the record's package, oldest first."""
+        r = self._by_base_id.get(rid)
+        if r is None:
+            return []
+        have = {h["version"]: h for h in self.history(rid)}
+        return [(rel, have.get(rel)) for rel in self.releases[r["package"]]]
+
+    def spellings(self, rid: str) -> list[dict[str, Any]]:
+        """The names one setting had across releases (itself and its renames), each with since / until."""
+        seen: list[str] = []
+        todo = [rid]
+        while todo:
+            cur = todo.pop(0)
+            r = self._by_base_id.get(cur)
+            if r is None or cur in seen:
+                continue
+            seen.append(cur)
+            todo += [x for x in [r.get("renamed_to"), *(r.get("renamed_from") or [])] if x]
+        out = []
+        for cur in seen:
+            r = self._by_base_id[cur]
+            out.append(
+                {
+                    "id": cur,
+                    "name": r["name"],
+                    "path": r["path"],
+                    "since": r["releases"][0],
+                    "until": r["releases"][-1],
+                    "package": r["package"],
+                }
+            )
+        return sorted(out, key=lambda d: _vkey(d["since"]))
+
+    def spelled(self, rid: str) -> dict[str, Any] | None:
+        """The spelling of a setting that this view's release has (``rid`` itself or a rename), or None."""
+        rec = self.by_id.get(rid)
+        if rec is not None and rec["status"] != "absent":
+            return rec
+        for s in self.spellings(rid):
+            alt = self.by_id.get(s["id"])
+            if alt is not None and alt["status"] != "absent" and alt["status"] != "removed":
+                return alt
+        return None
+
+    def exists_in(self, rid: str, package_version: str) -> bool | None:
+        """Whether release ``package_version`` of the record's package has ``rid`` (None: unknown id)."""
+        r = self._by_base_id.get(rid)
+        if r is None:
+            return None
+        rel = self.release_for(r["package"], package_version)
+        return rel in r["releases"]
 
     def resolve(self, name: str, context: str | None = None, package: str | None = None) -> Lookup:
         """Resolve a user-written name.
@@ -134,7 +273,10 @@ class Registry:
         if q.startswith("--"):
             flags = [r for r in self.records if r["kind"] == "cli_flag" and (r["name"] == q or q in r["aliases"])]
             if flags:
-                return Lookup(q, "exact", flags[0], flags)
+                flags = sorted(flags, key=lambda r: _LIVE.get(r["status"], 0))
+                lk = self._status(q, flags[0])
+                lk.candidates = flags
+                return lk
             fields = [r for r in self.by_name.get(leaf, []) if r["kind"] == "field"]
             if fields:  # HfArgumentParser turns every TrainingArguments field into a flag
                 return Lookup(q, "exact", fields[0], fields)
@@ -148,15 +290,26 @@ class Registry:
                 lk.candidates = config_here
                 return lk
             if same_leaf:
-                return Lookup(q, "not-a-config-key", _prefer_api(same_leaf), same_leaf)
+                return self._api(q, same_leaf)
             return self._unknown(q, q)
         if config_here:
             return Lookup(q, "misplaced", None, config_here)
         if same_leaf:
-            return Lookup(q, "not-a-config-key", _prefer_api(same_leaf), same_leaf)
+            return self._api(q, same_leaf)
         return self._unknown(q, path)
 
+    def _api(self, q: str, recs: list[dict[str, Any]]) -> Lookup:
+        """A real name that is not a config key; one only other releases have says so (removed / absent)."""
+        rec = _prefer_api(recs)
+        if rec["status"] in ("removed", "absent"):
+            lk = self._status(q, rec)
+            lk.candidates = recs
+            return lk
+        return Lookup(q, "not-a-config-key", rec, recs)
+
     def _status(self, q: str, rec: dict[str, Any]) -> Lookup:
+        if rec["status"] == "absent":
+            return Lookup(q, "absent", rec)
         if rec["status"] == "removed":
             return Lookup(q, "removed", rec)
         if rec["deprecated"]:
@@ -205,17 +358,73 @@ class Registry:
         return sorted(r["path"] for r in self.records if r["package"] == package and r["kind"] in CONFIG_KINDS)
 
 
+HISTORY_FIELDS = (
+    "type",
+    "default",
+    "aliases",
+    "choices",
+    "constraints",
+    "deprecated",
+    "replacement",
+    "noop",
+    "status",
+    "validated",
+    "forbids_unknown",
+    "doc",
+    "source_file",
+    "source_line",
+)
+
+
+def _merged(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Format-2 records (one per id, ``releases`` + ``history``); format-1 records (one per id and
+    version, as tests and older files have them) are merged the same way: newest release is the base."""
+
+    def fmt2(r: dict[str, Any]) -> bool:  # a record copied and re-versioned by hand counts as format 1
+        return "releases" in r and r.get("version") in r["releases"]
+
+    if all(fmt2(r) for r in records):
+        return records
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    out = []
+    for r in records:
+        if fmt2(r):  # mixed input: expand to one record per release, then merge all alike
+            for rel in r["releases"]:
+                groups[r["id"]].append({**r, **r.get("history", {}).get(rel, {}), "version": rel})
+        else:
+            groups[r["id"]].append(r)
+    for recs in groups.values():
+        recs = sorted(recs, key=lambda r: _vkey(r["version"]))
+        base = {k: v for k, v in recs[-1].items() if k not in ("releases", "history")}
+        hist = {}
+        for r in recs[:-1]:
+            diff = {k: r.get(k) for k in HISTORY_FIELDS if r.get(k) != base.get(k)}
+            if diff:
+                hist[r["version"]] = diff
+        base.update(releases=[r["version"] for r in recs], history=hist)
+        base.setdefault("renamed_to", None)
+        base.setdefault("renamed_from", [])
+        out.append(base)
+    return sorted(out, key=lambda r: r["id"])
+
+
 def _prefer_config(recs: list[dict[str, Any]]) -> dict[str, Any]:
     order = {"config_key": 0, "config_section": 1, "yaml_key": 2, "field": 3, "kwarg": 4}
-    return sorted(recs, key=lambda r: (order.get(r["kind"], 9), r["package"] != "deepspeed", r["id"]))[0]
+    return sorted(
+        recs, key=lambda r: (_LIVE.get(r["status"], 0), order.get(r["kind"], 9), r["package"] != "deepspeed", r["id"])
+    )[0]
 
 
+_LIVE = {"removed": 1, "absent": 2}  # a name this release has wins over one that other releases have
 PACKAGE_ORDER = {"deepspeed": 0, "transformers": 1, "accelerate": 2, "torch": 3, "peft": 4}
 
 
 def _prefer_api(recs: list[dict[str, Any]]) -> dict[str, Any]:
     order = {"function": 0, "class": 0, "method": 0, "field": 3, "kwarg": 4, "env": 5, "script": 6, "cli_flag": 7}
-    return sorted(recs, key=lambda r: (order.get(r["kind"], 9), PACKAGE_ORDER.get(r["package"], 9), r["id"]))[0]
+    return sorted(
+        recs,
+        key=lambda r: (_LIVE.get(r["status"], 0), order.get(r["kind"], 9), PACKAGE_ORDER.get(r["package"], 9), r["id"]),
+    )[0]
 
 
 def _vkey(v: str) -> tuple:

@@ -9,6 +9,7 @@ Chinese query also matches the English side of an entry.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 
@@ -232,8 +233,62 @@ def is_camel_api(name: str) -> bool:
 def identifiers(text: str) -> list[str]:
     """Parameter-like names in free text: snake_case, dotted paths, --flags, CamelCase APIs, ENV_VARS."""
     out: list[str] = []
-    for m in _IDENTS.finditer(text):
-        s = m.group(0).strip(".")
-        if s not in out and not s.startswith(("http", "www")):
+    for s, _, _ in identifier_spans(text):
+        if s not in out:
             out.append(s)
     return out
+
+
+def identifier_spans(text: str) -> list[tuple[str, int, int]]:
+    """Every occurrence of a parameter-like name (as ``identifiers`` finds them) with its start and end."""
+    out: list[tuple[str, int, int]] = []
+    for m in _IDENTS.finditer(text):
+        raw = m.group(0)
+        s = raw.strip(".")
+        if not s or s.startswith(("http", "www")):
+            continue
+        start = m.start() + (len(raw) - len(raw.lstrip(".")))
+        out.append((s, start, start + len(s)))
+    return out
+
+
+# what is not a name to judge: a file name (train.py, ds_config.json), a host name (pytorch.org), an
+# abbreviation (e.g., i.e.), anything inside a URL
+FILE_EXTS = frozenset(
+    "py pyc pyi ipynb json jsonl yaml yml toml cfg ini txt md rst log sh bash zsh bat ps1 pt pth bin ckpt "
+    "safetensors gguf onnx pkl pickle npy npz h5 hdf5 csv tsv parquet arrow cpp cc cxx c h hpp cu cuh o so "
+    "dll dylib a whl tar gz tgz zip bz2 xz bak tmp lock html htm css js ts png jpg jpeg svg pdf".split()
+)
+TLDS = frozenset("org com net io ai dev cn edu gov co uk de jp me info app".split())
+ABBREVIATIONS = frozenset("e.g i.e etc vs cf a.k.a w.r.t".split())
+_URL = re.compile(r"(?:https?|ftp|file)://\S+|www\.\S+", re.I)
+
+
+def url_spans(line: str) -> list[tuple[int, int]]:
+    """Where the URLs of a line are (for ``is_not_a_name``)."""
+    if "://" not in line and "www." not in line.lower():
+        return []
+    return [(u.start(), u.end()) for u in _URL.finditer(line)]
+
+
+def is_not_a_name(
+    name: str, line: str = "", start: int = 0, end: int = 0, urls: list[tuple[int, int]] | None = None
+) -> bool:
+    """A token ``identifiers`` found that is not a parameter name at all (file, host, abbreviation, URL).
+
+    ``urls``: ``url_spans(line)``, when the caller asks about many names of one line."""
+    low = name.lower()
+    if low in ABBREVIATIONS or low.rstrip(".") in ABBREVIATIONS:
+        return True
+    if "." in name and not name.startswith("-"):
+        last = low.rsplit(".", 1)[-1]
+        if last in FILE_EXTS:
+            return True
+        if last in TLDS and name == low:
+            return True
+    if line:
+        spans = url_spans(line) if urls is None else urls
+        k = bisect.bisect_right(spans, (start, len(line) + 1)) - 1  # the last URL starting at or before it
+        if k >= 0 and spans[k][0] <= start and end <= spans[k][1]:
+            return True
+    return False

@@ -258,12 +258,17 @@ def index_context(m: Model, lang: str) -> dict[str, Any]:
 
     groups = []
     pkgs = sorted(m.registry.versions, key=lambda p: (PACKAGE_ORDER.get(p, 9), p))
+    names = [r for r in m.registry.records if r["kind"] not in NOT_NAMES]
     for pkg in pkgs:
-        recs = sorted((r for r in m.registry.records if r["package"] == pkg), key=lambda r: (r["path"], r["id"]))
+        recs = sorted((r for r in names if r["package"] == pkg), key=lambda r: (r["path"], r["id"]))
         groups.append(
             {"package": pkg, "version": m.registry.versions[pkg], "rows": [record_view(m, r["id"]) for r in recs]}
         )
-    return {"groups": groups, "total": len(m.registry.records)}
+    return {"groups": groups, "total": len(names)}
+
+
+# registry records that are not names a user writes: code sites and front-end mappings (kb/registry.py)
+NOT_NAMES = ("raise_site", "warn_site", "mapping")
 
 
 def names_context(m: Model, lang: str) -> dict[str, Any]:
@@ -325,7 +330,7 @@ def home_context(m: Model, lang: str) -> dict[str, Any]:
         "n_entries": live,
         "n_areas": len(areas),
         "n_params": len(m.paged),
-        "n_records": len(m.registry.records),
+        "n_records": sum(r["kind"] not in NOT_NAMES for r in m.registry.records),
         "n_names": len(m.names),
         "n_claims": len(m.claims),
     }

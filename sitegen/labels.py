@@ -150,6 +150,9 @@ SITE_LABELS: dict[str, dict[str, str]] = {
         "pkind_env": "environment variable",
         "pkind_script": "script",
         "pkind_auto_fill": 'filled in for "auto"',
+        "pkind_mapping": "front-end mapping",
+        "pkind_raise_site": "raise site",
+        "pkind_warn_site": "warning site",
     },
     "zh": {
         "html_lang": "zh-CN",
@@ -288,6 +291,9 @@ SITE_LABELS: dict[str, dict[str, str]] = {
         "pkind_env": "环境变量",
         "pkind_script": "脚本",
         "pkind_auto_fill": '"auto" 的自动填充',
+        "pkind_mapping": "前端映射",
+        "pkind_raise_site": "报错位置",
+        "pkind_warn_site": "警告位置",
     },
 }
 

@@ -55,7 +55,7 @@ def test_broken_entries_fail_with_file_line_field():
     assert ("unknown-param.yaml", 20, "myths.0.names.0", "CHK006") in got  # a "myth" name that is real
     assert ("unknown-param.yaml", 23, "sources.0", "CHK008") in got  # code source past the end of the file
     assert all(set(p) == {"code", "file", "line", "field", "message"} for p in problems)
-    by_field = {p["field"]: p["message"] for p in problems}
+    by_field = {p["field"]: p["message"] for p in problems if p["code"] != "CHK011"}
     assert "zero_optimization.offload_optimizer.nvme_path" in by_field["fixes.0.snippet"]
 
 
@@ -190,3 +190,87 @@ def test_every_check_code_is_documented():
     assert table == checks_markdown(), "docs/entry-format.md check table is stale: paste `python -m kb.check`"
     out = subprocess.run([sys.executable, "-m", "kb.check"], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == checks_markdown()
+
+
+# ---------------------------------------------------------------- kb check --fix (CHK011 links)
+
+
+def _unlinked_case(tmp_path):
+    text = BASE_TEXT.replace(
+        "4·L = 0.49 GiB. The cost moves", "4·L = 0.49 GiB. Lower stage3_max_live_parameters. The cost moves", 1
+    )
+    assert text != BASE_TEXT
+    (tmp_path / f"{BASE_ENTRY}.yaml").write_text(text, encoding="utf-8")
+    return tmp_path / f"{BASE_ENTRY}.yaml"
+
+
+def test_fix_proposes_the_id_for_the_fix(tmp_path):
+    _unlinked_case(tmp_path)
+    res = run("check", "--entries", str(tmp_path), "--fix")
+    assert res.exit_code == 1
+    assert "fixes.0.params += deepspeed:zero_optimization.stage3_max_live_parameters" in res.output
+    assert "named in fixes.0.text.en" in res.output
+    res = run("check", "--entries", str(tmp_path), "--fix", "--json")
+    (p,) = json.loads(res.output)
+    assert p["add"] == {"fixes.0.params": ["deepspeed:zero_optimization.stage3_max_live_parameters"]}
+
+
+def test_fix_write_inserts_into_the_params_list(tmp_path):
+    path = _unlinked_case(tmp_path)
+    before = path.read_text(encoding="utf-8")
+    res = run("check", "--entries", str(tmp_path), "--fix", "--write")
+    assert res.exit_code == 0, res.output
+    after = path.read_text(encoding="utf-8")
+    added = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert added == ["      - deepspeed:zero_optimization.stage3_max_live_parameters"]  # one line, nothing else moved
+    assert run("check", "--entries", str(tmp_path)).exit_code == 0
+
+
+def test_fix_says_declare_external_when_the_registry_has_none(tmp_path):
+    text = BASE_TEXT.replace(
+        "4·L = 0.49 GiB. The cost moves", "4·L = 0.49 GiB. Set NCCL_NOT_A_VAR=1. The cost moves", 1
+    )
+    (tmp_path / f"{BASE_ENTRY}.yaml").write_text(text, encoding="utf-8")
+    res = run("check", "--entries", str(tmp_path), "--fix")
+    assert (
+        res.exit_code == 1 and "external += NCCL_NOT_A_VAR" in res.output and "declare it with a source" in res.output
+    )
+    assert run("check", "--entries", str(tmp_path), "--write").exit_code == 2  # --write needs --fix
+
+
+def test_python_inputs_are_the_readers_own_variables():
+    """A bare name a python snippet only reads as a value is the reader's variable (not a name to link); a name
+    it calls, defines, passes as a keyword or uses as an object is not."""
+    from kb.check import python_inputs
+
+    code = (
+        "tok = AutoTokenizer.from_pretrained(adapter_dir)\n"
+        "for batch in itertools.islice(train_loader, 20):\n"
+        "    emb.data[:old_vocab] = 0\n"
+        "out = model.generate(**batch, max_new_tokens=256)\n"
+        "run_fn(x)\n"
+    )
+    got = python_inputs(code)
+    assert {"adapter_dir", "train_loader", "old_vocab"} <= got
+    assert not got & {"max_new_tokens", "run_fn", "model", "tok", "batch"}
+
+
+def test_shell_variables_set_and_read_by_the_snippet():
+    """NAME=value alone on a line and read back as $NAME is the snippet's own; an export or a NAME=1 prefix to
+    a command is an environment variable for a program."""
+    from kb.check import shell_variables
+
+    code = "CKPT=out/checkpoint-2000\nls $CKPT\nDS_CFG=$(realpath a.json)\necho ${DS_CFG}\n"
+    code += "export CUDA_HOME=/usr/local/cuda\nexport PATH=$CUDA_HOME/bin:$PATH\nNCCL_P2P_DISABLE=1 python t.py\n"
+    assert shell_variables(code) == {"CKPT", "DS_CFG"}
+
+
+def test_call_result_attribute_links_only_to_a_method(registry):
+    """``f(x).attr``: code on a call's result, linked when the registry has a method of that name, else outside."""
+    from kb.check import _records_for, _snippet_names
+
+    names = {sn.name: sn for sn in _snippet_names("python", "a = f(x).pretrained_model\nb = g(y).dtype\n", ("f",), 0)}
+    assert {"().pretrained_model", "().dtype"} <= set(names)
+    for n in ("().pretrained_model", "().dtype"):
+        recs, _ = _records_for(names[n], registry)
+        assert all(r["kind"] in ("method", "function") for r in recs)

@@ -1,6 +1,5 @@
 """The registry knows the real names and says plainly what is wrong with the others."""
 
-import filecmp
 import importlib.util
 import json
 
@@ -122,30 +121,117 @@ def test_records_are_sorted_and_unique():
 
 
 def test_versions_can_coexist(registry):
-    from kb.registry import Registry
+    rid = "deepspeed:zero_optimization.offload_optimizer.pin_memory"
+    assert registry.get(rid)["default"] == "true"  # the default view is the newest release
+    assert registry.at({"deepspeed": "0.19.4"}).get(rid)["default"] == "false"
+    assert registry.at({"deepspeed": "0.19.6"}).get(rid)["default"] == "false"  # nearest recorded at or below
+    assert registry.at({"deepspeed": "0.19.8"}).get(rid)["default"] == "true"
 
-    old = dict(
-        registry.get("deepspeed:zero_optimization.offload_optimizer.pin_memory"), version="0.19.4", default="false"
-    )
-    reg = Registry([*registry._all, old])
-    assert reg.get("deepspeed:zero_optimization.offload_optimizer.pin_memory")["default"] == "true"  # newest wins
-    hist = reg.history("deepspeed:zero_optimization.offload_optimizer.pin_memory")
-    assert [h["version"] for h in hist] == ["0.19.4", "0.19.8"]
+
+def _format2(pkg: str) -> list[dict]:
+    from indexer.registry_releases import read_format2
+
+    return read_format2(ROOT / "data" / "registry" / f"{pkg}.jsonl")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed not installed")
 def test_committed_registry_equals_fresh_build(tmp_path):
+    """Rebuild the installed (newest) releases and compare them with the newest-release view of the
+    format-2 files. Older releases: `kb registry build --release PKG==VERSION` (docs/registry.md)."""
     import importlib.metadata as md
 
     from indexer.registry_build import build_registry
+    from indexer.registry_releases import view_at
 
-    committed = ROOT / "data" / "registry"
-    manifest = json.loads((committed / "manifest.json").read_text())
-    for info in manifest["files"].values():
-        if md.version(info["package"]).split("+")[0] != info["version"]:
-            pytest.skip(f"installed {info['package']} differs from the committed {info['version']}")
+    manifest = json.loads((ROOT / "data" / "registry" / "manifest.json").read_text())
+    assert manifest["format"] == 2
+    for pkg, info in manifest["packages"].items():
+        if md.version(pkg).split("+")[0] != info["releases"][-1]:
+            pytest.skip(f"installed {pkg} differs from the newest recorded {info['releases'][-1]}")
     build_registry(tmp_path)
-    for fname in manifest["files"]:
-        assert filecmp.cmp(committed / fname, tmp_path / fname, shallow=False), (
-            f"{fname} is stale: run `kb registry build`"
-        )
+    for pkg, info in manifest["packages"].items():
+        newest = info["releases"][-1]
+        view = [v for v in (view_at(r, newest) for r in _format2(pkg)) if v is not None]
+        committed = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in view)
+        fresh = (tmp_path / f"{pkg}-{newest}.jsonl").read_text(encoding="utf-8")
+        assert committed == fresh, f"data/registry/{pkg}.jsonl is stale for {newest}: run `kb registry build`"
+        assert info["per_release"][newest] == len(view)
+
+
+def test_manifest_matches_the_records():
+    from indexer.registry_releases import RELEASES
+
+    manifest = json.loads((ROOT / "data" / "registry" / "manifest.json").read_text())
+    assert manifest["format"] == 2
+    assert {p: i["releases"] for p, i in manifest["packages"].items()} == RELEASES
+    for pkg, info in manifest["packages"].items():
+        recs = _format2(pkg)
+        assert info["records"] == len(recs)
+        for v in info["releases"]:
+            assert info["per_release"][v] == sum(v in r["releases"] for r in recs), (pkg, v)
+            assert info["built"][v] in ("import", "static")
+        for r in recs:
+            assert r["version"] == r["releases"][-1] and set(r["history"]) <= set(r["releases"][:-1]), r["id"]
+
+
+@pytest.mark.parametrize(
+    "rid,release,field,value",
+    [
+        # DeepSpeed turned the offload pin_memory default on after 0.19.4
+        ("deepspeed:zero_optimization.offload_optimizer.pin_memory", "0.19.4", "default", "false"),
+        ("deepspeed:zero_optimization.offload_optimizer.pin_memory", "0.19.8", "default", "true"),
+        ("deepspeed:zero_optimization.offload_param.pin_memory", "0.14.4", "default", "false"),
+        # `amp` is accepted up to 0.19.4 and rejected by 0.19.8
+        ("deepspeed:amp", "0.19.4", "status", "active"),
+        ("deepspeed:amp", "0.19.8", "status", "removed"),
+        ("transformers:PreTrainedModel.from_pretrained.torch_dtype", "4.46.3", "deprecated", False),
+        ("transformers:PreTrainedModel.from_pretrained.torch_dtype", "4.57.6", "deprecated", True),
+        ("transformers:TrainingArguments.gradient_checkpointing", "4.57.6", "deprecated", False),
+        ("transformers:TrainingArguments.gradient_checkpointing", "5.24.0", "deprecated", True),
+    ],
+)
+def test_values_per_release(rid, release, field, value):
+    from indexer.registry_releases import view_at
+
+    rec = next(r for r in _format2(rid.split(":")[0]) if r["id"] == rid)
+    assert view_at(rec, release)[field] == value
+
+
+@pytest.mark.parametrize(
+    "rid,releases,renamed_to",
+    [
+        ("transformers:TrainingArguments.activation_checkpointing", ["5.24.0"], None),
+        (
+            "transformers:TrainingArguments.gradient_checkpointing",
+            ["4.46.3", "4.57.6", "5.24.0"],
+            "transformers:TrainingArguments.activation_checkpointing",
+        ),
+        (
+            "transformers:TrainingArguments.evaluation_strategy",
+            ["4.46.3"],
+            "transformers:TrainingArguments.eval_strategy",
+        ),
+        (
+            "transformers:PreTrainedModel.from_pretrained.torch_dtype",
+            ["4.46.3", "4.57.6", "5.24.0"],
+            "transformers:PreTrainedModel.from_pretrained.dtype",
+        ),
+        ("transformers:PreTrainedModel.from_pretrained.dtype", ["4.57.6", "5.24.0"], None),
+        ("transformers:PretrainedConfig", ["4.46.3", "4.57.6"], "transformers:PreTrainedConfig"),
+        ("deepspeed:zero_optimization.leaf_module", ["0.18.9", "0.19.4", "0.19.8"], None),
+        (
+            "deepspeed:zero_optimization.cpu_offload",
+            ["0.14.4", "0.16.9", "0.18.9", "0.19.4", "0.19.8"],
+            "deepspeed:zero_optimization.offload_optimizer",
+        ),
+        ("peft:LoraConfig.target_parameters", ["0.17.1", "0.21.2"], None),
+        ("accelerate:cli/accelerate launch/--fsdp_version", ["1.6.0", "1.15.0"], None),
+    ],
+)
+def test_releases_and_renames(rid, releases, renamed_to):
+    rec = next(r for r in _format2(rid.split(":")[0]) if r["id"] == rid)
+    assert rec["releases"] == releases
+    assert rec["renamed_to"] == renamed_to
+    if renamed_to:
+        target = next(r for r in _format2(rid.split(":")[0]) if r["id"] == renamed_to)
+        assert rid in target["renamed_from"]

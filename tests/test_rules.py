@@ -24,8 +24,24 @@ def between(text: str, begin: str, end: str) -> str:
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
 
 
-def test_codes_are_stable_and_contiguous():
-    assert sorted(RULES) == [f"KB{i:03d}" for i in range(1, 22)]
+# each rule module owns a block of codes: core kb/lint.py KB001-KB029, kb/lintrules/frontends.py KB030-KB039,
+# types.py KB040-KB049, sites.py KB050-KB069; codes are never reused (a retired code stays retired)
+CODE_BLOCKS = {
+    "kb.lint": (1, 29),
+    "kb.lintrules.frontends": (30, 39),
+    "kb.lintrules.types": (40, 49),
+    "kb.lintrules.sites": (50, 69),
+}
+
+
+def test_codes_are_stable_and_in_their_module_block():
+    from kb.lint import RETIRED
+
+    assert [c for c in sorted(RULES) if c <= "KB029"] == [f"KB{i:03d}" for i in range(1, 21)]
+    assert not set(RETIRED) & set(RULES) and set(RETIRED) == {"KB021"}
+    for code, r in RULES.items():
+        lo, hi = CODE_BLOCKS[r.check.__module__]
+        assert re.fullmatch(r"KB\d{3}", code) and lo <= int(code[2:]) <= hi, (code, r.check.__module__)
 
 
 @pytest.mark.parametrize("code", sorted(RULES))

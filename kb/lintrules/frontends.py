@@ -1,1 +1,839 @@
-"""(placeholder: filled by its owner)"""
+"""Front ends linted by their own parsers (KB030-KB039): launch lines, TrainingArguments files, duplicate keys.
+
+* Launch lines (``deepspeed``, ``accelerate launch``, ``torchrun``, ``python -m torch.distributed.run`` /
+  ``.launch``) are read the way the launcher's argparse parser reads them, rebuilt from the registry's
+  ``cli_flag`` records (every option string, ``nargs``, ``type``, ``choices``, ``allow_abbrev``; see
+  ``indexer.registry_build._argparse_records``). The matching follows CPython 3.11's argparse
+  (``_parse_optional`` / ``_get_option_tuples``): an exact option string, ``--flag=value``, or (when the
+  parser allows abbreviations) a unique prefix of a long option; several matches are "ambiguous option".
+  argparse classifies every token before it parses, so an ambiguous prefix fails even after the script;
+  anything else after the script is the script's. ``tests/test_lint_frontends.py`` runs the real parsers
+  on the same lines and compares verdicts.
+* TrainingArguments / LLaMA-Factory files: fields checked against the registry view the lint runs with
+  (``ctx.reg``: the default view or ``reg.at(versions)``); LLaMA-Factory's own keys (``LLAMAFACTORY_KEYS``)
+  are never called unknown.
+* Duplicate keys: ``ParsedConfig.duplicates`` (kb/configs.py) lists every repeated key with its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.lint import Case, Ctx, rule
+
+# ---------------------------------------------------------------- launch lines: argparse, from the registry
+
+# the CLI a launch line's argv goes to (ParsedConfig.data["command"]) -> the package whose records hold it
+CLI_PACKAGE = {
+    "deepspeed": "deepspeed",
+    "accelerate launch": "accelerate",
+    "torchrun": "torch",
+    "torch.distributed.launch": "torch",
+}
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
+_CONVERT = {"int": int, "float": float}  # argparse type= callables whose failure we can reproduce exactly
+
+ORACLE = "tests/test_lint_frontends.py"  # proves this module's validity rules (kb.lint.Rule.oracle)
+
+
+@dataclass
+class Problem:
+    """One thing the launcher's parser would say about a line (code: KB030 unknown, KB031 ambiguous,
+    KB032 bad value / missing script, KB033 accepted abbreviation)."""
+
+    code: str
+    token: str
+    flag: str | None = None  # the option string it resolved to (canonical record name)
+    detail: str = ""  # invalid choice / invalid int value / expected one argument / ...
+    matches: list[str] = field(default_factory=list)  # ambiguous: the option strings it could match
+    value: str | None = None
+
+
+@dataclass
+class Outcome:
+    problems: list[Problem]
+    script: int | None  # index in argv of the training script (None: none found)
+    values: dict[str, list[str]]  # canonical flag -> the values argparse gives it (last use wins)
+    detailed: bool  # the records carry nargs / allow_abbrev (a registry built by the current builder)
+    script_args: list[str] = field(default_factory=list)  # what the script receives
+
+    @property
+    def rejected(self) -> bool:
+        """The parser exits with status 2 (argparse error)."""
+        return any(p.code in ("KB030", "KB031", "KB032") for p in self.problems)
+
+
+class Cli:
+    """One launcher's argparse parser, rebuilt from its registry records."""
+
+    def __init__(self, command: str, records: list[dict[str, Any]], removed: list[dict[str, Any]] = ()):
+        self.command = command
+        self.records = records
+        self.options: dict[str, dict[str, Any]] = {}
+        for r in records:
+            for o in [r["name"], *r["aliases"]]:
+                self.options.setdefault(o, r)
+        self.removed = {o: r for r in removed for o in [r["name"], *r["aliases"]]}
+        self.detailed = bool(records) and all("nargs" in r for r in records)
+        self.allow_abbrev = all(r.get("allow_abbrev", True) is not False for r in records)
+
+    # argparse's _parse_optional: None (a positional), or ("known", rec, option, explicit, exact),
+    # ("unknown",), ("ambiguous", [options])
+    def classify(self, tok: str) -> tuple | None:
+        if not tok or tok[0] != "-":
+            return None
+        if tok in self.options:
+            return ("known", self.options[tok], tok, None, True)
+        if len(tok) == 1:
+            return None
+        if "=" in tok:
+            opt, explicit = tok.split("=", 1)
+            if opt in self.options:
+                return ("known", self.options[opt], opt, explicit, True)
+        tuples = self._tuples(tok)
+        if len(tuples) > 1:
+            return ("ambiguous", [o for o, _ in tuples])
+        if len(tuples) == 1:
+            opt, explicit = tuples[0]
+            return ("known", self.options[opt], opt, explicit, False)
+        if _NEGATIVE_NUMBER.match(tok) or " " in tok:
+            return None  # none of these parsers has negative-number-like options
+        return ("unknown",)
+
+    def _tuples(self, tok: str) -> list[tuple[str, str | None]]:
+        """argparse's _get_option_tuples (CPython 3.11)."""
+        out: list[tuple[str, str | None]] = []
+        if tok[1] == "-":
+            if self.allow_abbrev:
+                prefix, _, explicit = tok.partition("=")
+                out = [(o, explicit if "=" in tok else None) for o in self.options if o.startswith(prefix)]
+        else:
+            short, short_explicit = tok[:2], tok[2:]
+            for o in self.options:
+                if o == short:
+                    out.append((o, short_explicit))
+                elif o.startswith(tok):
+                    out.append((o, None))
+        return out
+
+    def parse(self, argv: list[str], script_hint: str | None = None) -> Outcome:
+        """What the parser makes of argv: its problems, where the script is, each flag's values."""
+        problems: list[Problem] = []
+        kinds: list[Any] = []
+        dashdash = False
+        for tok in argv:  # argparse classifies every token first (up to "--"), the script's too
+            if dashdash:
+                kinds.append(None)
+            elif tok == "--":
+                dashdash = True
+                kinds.append("--")
+            else:
+                k = self.classify(tok)
+                kinds.append(k)
+                if k is not None and k[0] == "ambiguous":
+                    problems.append(Problem("KB031", tok, matches=k[1]))
+        values: dict[str, list[str]] = {}
+        if not self.detailed:  # records without nargs: judge the flag names before the script only
+            end = argv.index(script_hint) if script_hint in argv else len(argv)
+            for i, tok in enumerate(argv[:end]):
+                k = kinds[i]
+                if k is None or k == "--" or k[0] == "ambiguous":
+                    continue
+                if k[0] == "unknown":
+                    problems.append(Problem("KB030", tok.split("=", 1)[0]))
+                elif not k[4]:
+                    problems.append(Problem("KB033", tok, k[1]["name"]))
+            return Outcome(problems, end if end < len(argv) else None, values, False)
+        i, n, script = 0, len(argv), None
+        while i < n:
+            k = kinds[i]
+            if k == "--":
+                i += 1
+                continue
+            if k is None:
+                script = i
+                break
+            tok = argv[i]
+            i += 1
+            if k[0] == "ambiguous":
+                continue
+            if k[0] == "unknown":
+                problems.append(Problem("KB030", tok.split("=", 1)[0]))
+                continue
+            _, rec, opt, explicit, exact = k
+            if not exact:
+                problems.append(Problem("KB033", tok, rec["name"]))
+            nargs = rec.get("nargs")
+            free = 0  # values available: the positionals that follow
+            while i + free < n and kinds[i + free] is None:
+                free += 1
+            if explicit is not None:
+                if nargs == 0:
+                    problems.append(Problem("KB032", tok, rec["name"], "ignored explicit argument", value=explicit))
+                    continue
+                got = [explicit]
+            elif nargs == 0:
+                got = []
+            elif nargs is None or isinstance(nargs, int):
+                need = 1 if nargs is None else nargs
+                if free < need:
+                    what = "expected one argument" if need == 1 else f"expected {need} arguments"
+                    problems.append(Problem("KB032", tok, rec["name"], what))
+                    continue
+                got, i = argv[i : i + need], i + need
+            elif nargs == "?":
+                got, i = argv[i : i + min(1, free)], i + min(1, free)
+            elif nargs in ("*", "+"):
+                if nargs == "+" and free == 0:
+                    problems.append(Problem("KB032", tok, rec["name"], "expected at least one argument"))
+                    continue
+                got, i = argv[i : i + free], i + free
+            else:  # REMAINDER ("...") or PARSER: everything after
+                got, i = argv[i:], n
+            values[rec["name"]] = got
+            for v in got:
+                bad = _bad_value(rec, v)
+                if bad:
+                    problems.append(Problem("KB032", tok, rec["name"], bad, value=v))
+        if script is None:
+            problems.append(Problem("KB032", "", None, "the training script is missing"))
+            return Outcome(problems, None, values, True)
+        rest = script + 1
+        if rest < n and kinds[rest] == "--":  # the first "--" right after it: the script positional's (-*A-*)
+            rest += 1  # takes it (a later "--" is an ordinary argument)
+        return Outcome(problems, script, values, True, argv[rest:])
+
+
+def _bad_value(rec: dict[str, Any], value: str) -> str | None:
+    """argparse's type conversion, then its choices check (the message argparse prints, without the flag)."""
+    conv = _CONVERT.get(rec.get("type") or "")
+    v: Any = value
+    if conv is not None:
+        try:
+            v = conv(value)
+        except ValueError:
+            return f"invalid {rec['type']} value: {value!r}"
+    choices = rec.get("choices")
+    if choices is not None and v not in choices:
+        return f"invalid choice: {value!r} (choose from {', '.join(repr(c) for c in choices)})"
+    return None
+
+
+_CLIS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cli_for(reg: Any, command: str | None) -> Cli | None:
+    """The launcher's parser as the registry view records it; None when the view has no record of it."""
+    pkg = CLI_PACKAGE.get(command or "")
+    if pkg is None:
+        return None
+    cache = _CLIS.setdefault(reg, {})
+    if command not in cache:
+        prefix = f"{pkg}:cli/{command}/"
+        recs = [r for r in reg.records if r["kind"] == "cli_flag" and r["id"].startswith(prefix)]
+        live = [r for r in recs if r.get("status") != "removed"]
+        cache[command] = Cli(command, live, [r for r in recs if r.get("status") == "removed"]) if live else None
+    return cache[command]
+
+
+def launch_outcome(c: Ctx) -> tuple[Cli, Outcome] | None:
+    cli = cli_for(c.reg, c.data.get("command"))
+    if cli is None or "argv" not in c.data:
+        return None
+    return cli, cli.parse(c.data["argv"], c.data.get("script"))
+
+
+def _near_flags(cli: Cli, tok: str, limit: int = 3) -> list[str]:
+    """The real option strings nearest to an unknown one: prefixes first, then by similarity."""
+    from rapidfuzz import fuzz, process
+
+    norm = tok.lstrip("-").replace("-", "_")
+    pref = [o for o in cli.options if o.startswith(tok) and len(tok) > 2]
+    hits = process.extract(
+        norm, list(cli.options), scorer=fuzz.ratio, limit=12, processor=lambda s: s.lstrip("-").replace("-", "_")
+    )
+    out: list[str] = []
+    seen: set[str] = set()
+    dash = "-" in tok.lstrip("-")
+    for o in pref + [o for o, score, _ in hits if score >= 60]:
+        r = cli.options[o]
+        if r["id"] in seen:
+            continue
+        seen.add(r["id"])
+        spellings = [r["name"], *[a for a in r["aliases"] if a.startswith("--")]]
+        same_style = [s for s in spellings if ("-" in s.lstrip("-")) == dash]
+        out.append(same_style[0] if same_style else r["name"])
+        if len(out) == limit:
+            break
+    return out
+
+
+def _ticks(names: list[str], sep: str = ", ") -> str:
+    return sep.join(f"`{n}`" for n in names)
+
+
+def _cli_name(c: Ctx) -> str:
+    return {"torch.distributed.launch": "python -m torch.distributed.launch"}.get(c.data["command"], c.data["command"])
+
+
+def _arg_path(c: Ctx, tok: str, after_script: bool = False) -> str:
+    if not tok:
+        return "script"
+    return f"{'script_args' if after_script else 'launcher_args'}.{tok.split('=', 1)[0].lstrip('-')}"
+
+
+@rule(
+    "KB030",
+    "launcher-unknown-flag",
+    "error",
+    None,
+    views=("launch",),
+    summary="flag the launcher's argparse parser does not know (`deepspeed`, `accelerate launch`, `torchrun`), "
+    "with the nearest real flags; dash and underscore spellings and accepted abbreviations are known",
+    effect='the launcher exits with status 2: argparse "unrecognized arguments"',
+    bad=[
+        Case("deepspeed --num_gpus 2 --master_prot 29501 train.py", "typo in a deepspeed flag"),
+        Case("accelerate launch --num_processes 2 --mixed_precisionn bf16 train.py", "typo in an accelerate flag"),
+    ],
+    ok=[
+        Case("deepspeed --num_gpus 2 --master_port 29501 train.py --master_prot 1", "after the script: its own"),
+        Case("accelerate launch --num_processes 2 --mixed_precision bf16 train.py", "real flags"),
+        Case("deepspeed --num_gpu 2 train.py", "a unique prefix (argparse accepts it)"),
+    ],
+    validity=True,
+)
+def kb030(c: Ctx) -> None:
+    got = launch_outcome(c)
+    if got is None:
+        return
+    cli, out = got
+    name = _cli_name(c)
+    for p in out.problems:
+        if p.code != "KB030":
+            continue
+        gone = cli.removed.get(p.token)
+        if gone:
+            until = gone.get("until") or "an older release"
+            msg = (
+                f"`{p.token}` was an option of `{name}` until {until} and is gone in the release linted against: "
+                "argparse exits (unrecognized arguments)."
+            )
+            msg_zh = f"`{p.token}` 是 `{name}` 在 {until} 及以前才有的参数，当前核对的版本里已经没有了：argparse 会直接退出（unrecognized arguments）。"
+        else:
+            msg = f"`{p.token}` is not an option of `{name}`: argparse exits (unrecognized arguments)."
+            msg_zh = f"`{p.token}` 不是 `{name}` 的参数：argparse 会直接退出（unrecognized arguments）。"
+        if not cli.allow_abbrev and any(o.startswith(p.token) for o in cli.options):
+            msg += f" `{name}` does not accept abbreviations (allow_abbrev=False)."
+            msg_zh += f"`{name}` 不接受缩写（allow_abbrev=False）。"
+        near = _near_flags(cli, p.token)
+        c.add(
+            _arg_path(c, p.token),
+            msg,
+            f"did you mean {_ticks(near)}? (`{name} --help` lists them all)" if near else f"see `{name} --help`",
+            msg_zh,
+            f"是不是想写 {_ticks(near, '、')}？（`{name} --help` 会列出全部参数）"
+            if near
+            else f"看一下 `{name} --help`",
+            "local-rank-unrecognized-argument" if "local" in p.token else None,
+        )
+
+
+@rule(
+    "KB031",
+    "launcher-ambiguous-prefix",
+    "error",
+    None,
+    views=("launch",),
+    summary="abbreviated flag that is a prefix of several real flags (argparse checks every token, "
+    "even after the script)",
+    effect='the launcher exits with status 2: argparse "ambiguous option"',
+    bad=[
+        Case("deepspeed --num 2 train.py", "--num_nodes or --num_gpus?"),
+        Case("deepspeed train.py --num 2", "after the script too"),
+    ],
+    ok=[
+        Case("deepspeed --num_gpus 2 train.py", "the full flag"),
+        Case("deepspeed --num_g 2 train.py", "a unique prefix"),
+    ],
+    validity=True,
+)
+def kb031(c: Ctx) -> None:
+    got = launch_outcome(c)
+    if got is None:
+        return
+    cli, out = got
+    name = _cli_name(c)
+    for p in out.problems:
+        if p.code != "KB031":
+            continue
+        after = out.script is not None and p.token in c.data["argv"][out.script + 1 :]
+        where = (
+            " It comes after the script, but argparse classifies every token before it hands the rest to the script."
+            if after
+            else ""
+        )
+        where_zh = (
+            "它虽然写在脚本后面，但 argparse 在把剩下的参数交给脚本之前会先把每个 token 都检查一遍。" if after else ""
+        )
+        if len({cli.options[m]["id"] for m in p.matches}) == 1:
+            where += " (These are two spellings of one flag; the argparse of Python 3.11, which this check follows, still calls that ambiguous.)"
+            where_zh += "（这几个其实是同一个参数的不同写法；本检查依据的 Python 3.11 argparse 仍然判为有歧义。）"
+        c.add(
+            _arg_path(c, p.token, after),
+            f"`{p.token}` is an abbreviation of several `{name}` options ({_ticks(p.matches)}): "
+            f"argparse exits (ambiguous option).{where}",
+            "write the full flag"
+            + (" (or put `--` between the script and its arguments: argparse then leaves them alone)" if after else ""),
+            f"`{p.token}` 可以是 `{name}` 的好几个参数的缩写（{_ticks(p.matches, '、')}）：argparse 会直接退出"
+            f"（ambiguous option）。{where_zh}",
+            "把参数名写全"
+            + ("（或者在脚本名和它的参数之间加一个 `--`，argparse 就不会再检查后面的参数）" if after else ""),
+        )
+
+
+@rule(
+    "KB032",
+    "launcher-invalid-value",
+    "error",
+    None,
+    views=("launch",),
+    summary="launcher flag value outside its `choices`, not of its type (`--num_gpus two`), missing, "
+    "or the training script missing",
+    effect='the launcher exits with status 2: argparse "invalid choice" / "invalid int value" / "expected one '
+    'argument"',
+    bad=[
+        Case("accelerate launch --mixed_precision bf17 train.py", "not one of the choices"),
+        Case("deepspeed --num_gpus two train.py", "not an int"),
+    ],
+    ok=[
+        Case("accelerate launch --mixed_precision bf16 train.py", "a choice"),
+        Case("deepspeed --num_gpus 2 train.py --num_gpus two", "the script's own flag"),
+    ],
+    validity=True,
+)
+def kb032(c: Ctx) -> None:
+    got = launch_outcome(c)
+    if got is None:
+        return
+    _cli, out = got
+    name = _cli_name(c)
+    for p in out.problems:
+        if p.code != "KB032":
+            continue
+        if p.flag is None:
+            c.add(
+                "script",
+                "no training script: argparse exits (the following arguments are required). A flag that "
+                "takes a value may have taken the script as its value.",
+                f"put the script after `{name}`'s own flags",
+                "没有训练脚本：argparse 会直接退出（the following arguments are required）。"
+                "可能是某个需要取值的参数把脚本名当成了它的值。",
+                f"把脚本写在 `{name}` 自己的参数后面",
+            )
+            continue
+        rec = _cli.options[p.flag]
+        choices = rec.get("choices")
+        hint = (
+            f"one of {_ticks([str(x) for x in choices])}"
+            if choices
+            else f"a value of type {rec['type']}"
+            if rec.get("type") in _CONVERT
+            else "check the flag"
+        )
+        hint_zh = (
+            f"取值只能是 {_ticks([str(x) for x in choices], '、')} 之一"
+            if choices
+            else f"需要一个 {rec['type']} 类型的值"
+            if rec.get("type") in _CONVERT
+            else "检查一下这个参数"
+        )
+        c.add(
+            _arg_path(c, p.token),
+            f"`{p.flag}`: {p.detail}: argparse exits.",
+            hint,
+            f"`{p.flag}` 的值不对（argparse 的原话：{p.detail}），argparse 会直接退出。",
+            hint_zh,
+        )
+
+
+@rule(
+    "KB033",
+    "launcher-abbreviated-flag",
+    "info",
+    None,
+    views=("launch",),
+    summary="abbreviated launcher flag that argparse accepts as the one flag it starts (`deepspeed --num_gpu`)",
+    effect="accepted; it breaks as soon as a release adds a flag with the same start",
+    bad=[Case("deepspeed --num_gpu 2 train.py", "--num_gpus")],
+    ok=[Case("deepspeed --num_gpus 2 train.py", "the full flag")],
+)
+def kb033(c: Ctx) -> None:
+    got = launch_outcome(c)
+    if got is None:
+        return
+    _cli, out = got
+    for p in out.problems:
+        if p.code == "KB033":
+            c.add(
+                _arg_path(c, p.token),
+                f"`{p.token.split('=', 1)[0]}` is accepted as `{p.flag}` (argparse takes a unique prefix of a long "
+                "option).",
+                f"write `{p.flag}`",
+                f"`{p.token.split('=', 1)[0]}` 会被当成 `{p.flag}`（argparse 接受长参数名的唯一前缀）。",
+                f"写全成 `{p.flag}`",
+            )
+
+
+# ---------------------------------------------------------------- TrainingArguments / LLaMA-Factory files
+
+TA_PREFIXES = ("transformers:TrainingArguments.", "transformers:Seq2SeqTrainingArguments.")
+NEAR_CUTOFF = 80  # rapidfuzz ratio: `learning_rat` -> `learning_rate` 96, `evaluation_strategy` -> `eval_strategy` 81
+
+# Every field of LLaMA-Factory's argument dataclasses (ModelArguments & co., DataArguments, FinetuningArguments,
+# GeneratingArguments, EvaluationArguments and the fields its TrainingArguments adds), generated by
+# ``llamafactory_keys()`` from hiyouga/LLaMA-Factory tag v0.9.5 (commit 7af909522a951e3ad9f022ea6f88b6755257eaa5),
+# src/llamafactory/hparams/{model,data,finetuning,generating,training,evaluation}_args.py. Not checked against
+# the user's LLaMA-Factory release: these keys are only never called unknown.
+LLAMAFACTORY_KEYS = frozenset(
+    (
+        "adapter_folder adapter_name_or_path add_special_tokens add_tokens additional_target apollo_layerwise "
+        "apollo_proj apollo_proj_type apollo_rank apollo_scale apollo_scale_front apollo_scale_type "
+        "apollo_target apollo_update_interval asft_alpha audio_sampling_rate badam_mask_mode badam_mode "
+        "badam_start_block badam_switch_interval badam_switch_mode badam_update_ratio badam_verbose "
+        "batch_size block_diag_attn buffer_size cache_dir compute_accuracy compute_dtype create_new_adapter "
+        "crop_to_patches cutoff_len data_shared_file_system dataset dataset_dir default_system device_map "
+        "disable_gradient_checkpointing disable_shuffling do_sample double_quantization download_mode "
+        "dpo_label_smoothing eaft_alpha early_stopping_steps enable_liger_kernel enable_thinking "
+        "enable_torch_profiler eval_dataset eval_num_beams eval_on_each_dataset export_device export_dir "
+        "export_hub_model_id export_legacy_format export_quantization_bit export_quantization_dataset "
+        "export_quantization_maxlen export_quantization_nsamples export_size finetuning_type flash_attn fp8 "
+        "fp8_backend fp8_enable_fsdp_float8_all_gather freeze_extra_modules freeze_language_model "
+        "freeze_multi_modal_projector freeze_trainable_layers freeze_trainable_modules freeze_vision_tower "
+        "galore_layerwise galore_proj_type galore_rank galore_scale galore_target galore_update_interval "
+        "hf_hub_token hyper_parallel_args ignore_pad_token_for_loss image_do_pan_and_scan image_max_pixels "
+        "image_min_pixels include_effective_tokens_per_second infer_backend infer_dtype init_special_tokens "
+        "interleave_probs kt_expert_checkpoint_path kt_lora_expert_intermediate_size kt_lora_expert_num "
+        "kt_use_lora_experts kt_weight_path kto_chosen_weight kto_rejected_weight lang ld_alpha "
+        "length_penalty lora_alpha lora_dropout lora_rank lora_target loraplus_lr_embedding loraplus_lr_ratio "
+        "low_cpu_mem_usage mask_history master_addr master_port max_length max_new_tokens max_samples "
+        "media_dir mix_strategy mixture_of_depths model_max_length model_name_or_path model_revision "
+        "module_dropout moe_aux_loss_coef ms_hub_token n_shot neat_packing new_special_tokens_config "
+        "num_beams offload_folder oft_block_size oft_rank oft_target om_hub_token overwrite_cache "
+        "overwrite_output_dir packing pissa_convert pissa_init pissa_iter plot_loss ppo_buffer_size "
+        "ppo_epochs ppo_score_norm ppo_target ppo_whiten_rewards pref_bco_weight pref_beta pref_ftx pref_loss "
+        "preprocessing_batch_size preprocessing_num_workers preserve_thinking print_param_status "
+        "profile_modules profiler_active_steps profiler_output_dir profiler_profile_memory "
+        "profiler_record_shapes profiler_repeat profiler_wait_steps profiler_warmup_steps profiler_with_stack "
+        "pure_bf16 quantization_bit quantization_device_map quantization_method quantization_type "
+        "ray_init_kwargs ray_num_workers ref_model ref_model_adapters ref_model_quantization_bit "
+        "repetition_penalty resize_vocab reward_model reward_model_adapters reward_model_quantization_bit "
+        "reward_model_type rope_scaling save_dir seed sglang_config sglang_lora_backend sglang_maxlen "
+        "sglang_mem_fraction sglang_tp_size shift_attn simpo_gamma skip_special_tokens split_special_tokens "
+        "stage streaming swanlab_api_key swanlab_lark_secret swanlab_lark_webhook_url swanlab_logdir "
+        "swanlab_mode swanlab_project swanlab_run_name swanlab_workspace task task_dir temperature template "
+        "tokenized_path tool_format top_k top_p train_from_scratch train_on_prompt trust_remote_code "
+        "upcast_layernorm upcast_lmhead_output use_adam_mini use_apollo use_asft_loss use_audio_in_video "
+        "use_badam use_dft_loss use_dora use_eaft_loss use_fast_tokenizer use_galore use_hyper_parallel "
+        "use_kt use_kv_cache use_llama_pro use_mca use_muon use_reentrant_gc use_rslora use_swanlab "
+        "use_unsloth use_unsloth_gc use_v1_kernels val_size video_fps video_max_pixels video_maxlen "
+        "video_min_pixels vllm_config vllm_enforce_eager vllm_gpu_util vllm_max_lora_rank vllm_maxlen "
+    ).split()
+)
+# keys only a LLaMA-Factory file has (each is in LLAMAFACTORY_KEYS and is not a TrainingArguments field)
+LLAMAFACTORY_MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len", "lora_target")
+
+
+def llamafactory_keys(hparams: Path) -> set[str]:
+    """The field names of every dataclass in LLaMA-Factory's src/llamafactory/hparams/*_args.py (regenerates
+    LLAMAFACTORY_KEYS from a checkout)."""
+    out: set[str] = set()
+    for path in sorted(hparams.glob("*_args.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and any(
+                (d.id if isinstance(d, ast.Name) else getattr(d.func, "id", "")) == "dataclass"
+                for d in node.decorator_list
+                if isinstance(d, (ast.Name, ast.Call))
+            ):
+                out |= {
+                    s.target.id
+                    for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and not s.target.id[0] == "_"
+                }
+    return out
+
+
+def _ta_record(reg: Any, key: str) -> dict[str, Any] | None:
+    for prefix in TA_PREFIXES:
+        rec = reg.get(prefix + key)
+        if rec is not None:
+            return rec
+    return None
+
+
+_TA_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _ta_fields(reg: Any) -> list[str]:
+    """The field names of (Seq2Seq)TrainingArguments in this registry view (removed ones left out)."""
+    if reg not in _TA_NAMES:
+        _TA_NAMES[reg] = sorted(
+            {
+                r["name"]
+                for r in reg.records
+                if r["id"].startswith(TA_PREFIXES) and r.get("status") != "removed" and r["kind"] == "field"
+            }
+        )
+    return _TA_NAMES[reg]
+
+
+def is_llamafactory(data: dict[str, Any]) -> bool:
+    return any(k in data for k in LLAMAFACTORY_MARKERS)
+
+
+def _near_fields(reg: Any, key: str) -> list[str]:
+    from rapidfuzz import fuzz, process
+
+    hits = process.extract(key, _ta_fields(reg), scorer=fuzz.ratio, limit=3, score_cutoff=NEAR_CUTOFF)
+    return [h[0] for h in hits]
+
+
+def _tf_version(c: Ctx) -> str:
+    return c.reg.versions.get("transformers", "?")
+
+
+@rule(
+    "KB034",
+    "training-args-unknown-field",
+    "error",
+    None,
+    views=("training_args",),
+    summary="TrainingArguments / LLaMA-Factory YAML key that is not a field but close to one (`learning_rat`); "
+    "LLaMA-Factory's own keys are not called unknown",
+    effect='HfArgumentParser raises ValueError "Some keys are not used" (LLaMA-Factory: "Some specified arguments '
+    'are not used"); `TrainingArguments(**kw)` raises TypeError',
+    bad=[
+        Case("output_dir: out\nlearning_rat: 1.0e-5\nper_device_train_batch_size: 1\n", "typo"),
+        Case(
+            "model_name_or_path: m\nstage: sft\nfinetuning_type: lora\ntemplate: qwen\noutput_dir: out\n"
+            "num_train_epoch: 3\n",
+            "typo in a LLaMA-Factory file",
+        ),
+    ],
+    ok=[
+        Case("output_dir: out\nlearning_rate: 1.0e-5\nper_device_train_batch_size: 1\n", "real fields"),
+        Case(
+            "model_name_or_path: m\nstage: sft\nfinetuning_type: lora\ntemplate: qwen\nlora_target: all\n"
+            "cutoff_len: 2048\noutput_dir: out\nnum_train_epochs: 3\n",
+            "LLaMA-Factory keys",
+        ),
+    ],
+    validity=True,
+)
+def kb034(c: Ctx) -> None:
+    lf = is_llamafactory(c.data)
+    for key in c.data:
+        key = str(key)
+        if _ta_record(c.reg, key) is not None or (lf and key in LLAMAFACTORY_KEYS):
+            continue
+        near = _near_fields(c.reg, key)
+        if not near:
+            continue  # a key of the script's own dataclasses (HF example scripts have them too)
+        ver = _tf_version(c)
+        if lf:
+            msg = (
+                f"`{key}` is not a TrainingArguments field in transformers {ver} and no LLaMA-Factory key: "
+                "LLaMA-Factory raises ValueError (Some specified arguments are not used by the HfArgumentParser). "
+                "LLaMA-Factory keys are checked against its v0.9.5 sources, not against your LLaMA-Factory release."
+            )
+            msg_zh = (
+                f"`{key}` 既不是 transformers {ver} 里 TrainingArguments 的字段，也不是 LLaMA-Factory 的参数："
+                "LLaMA-Factory 会直接报 ValueError（Some specified arguments are not used by the HfArgumentParser）。"
+                "LLaMA-Factory 自己的参数是按它 v0.9.5 的源码核对的，没有按你装的 LLaMA-Factory 版本核对。"
+            )
+        else:
+            msg = (
+                f"`{key}` is not a TrainingArguments field in transformers {ver}: HfArgumentParser raises ValueError "
+                "(Some keys are not used by the HfArgumentParser); TrainingArguments(**...) raises TypeError."
+            )
+            msg_zh = (
+                f"`{key}` 不是 transformers {ver} 里 TrainingArguments 的字段：HfArgumentParser 会直接报 ValueError"
+                "（Some keys are not used by the HfArgumentParser），直接传给 TrainingArguments(**...) 会报 TypeError。"
+            )
+        c.add(str(key), msg, f"did you mean {_ticks(near)}?", msg_zh, f"是不是想写 {_ticks(near, '、')}？")
+
+
+@rule(
+    "KB035",
+    "training-args-removed-field",
+    "error",
+    None,
+    views=("training_args",),
+    summary="TrainingArguments field that the linted transformers release no longer has (`evaluation_strategy`), "
+    "with its replacement",
+    effect='HfArgumentParser raises ValueError "Some keys are not used"; `TrainingArguments(**kw)` raises TypeError',
+    bad=[
+        Case(
+            "output_dir: out\nevaluation_strategy: steps\n",
+            "removed field (needs the multi-release registry; test_lint_frontends builds one)",
+        )
+    ],
+    ok=[Case("output_dir: out\neval_strategy: steps\n", "its replacement")],
+    validity=True,
+)
+def kb035(c: Ctx) -> None:
+    lf = is_llamafactory(c.data)
+    for key in c.data:
+        rec = _ta_record(c.reg, str(key))
+        if rec is None or rec.get("status") != "removed" or (lf and key in LLAMAFACTORY_KEYS):
+            continue  # LLaMA-Factory's TrainingArguments adds some back (`overwrite_output_dir` in v0.9.5)
+        until = rec.get("until") or "an older release"
+        repl = _replacement(c.reg, rec)
+        c.add(
+            str(key),
+            f"`{key}` was a TrainingArguments field until transformers {until}; transformers {_tf_version(c)} has "
+            "no such field: HfArgumentParser raises ValueError (Some keys are not used by the HfArgumentParser).",
+            f"write `{repl}`" if repl else "delete it",
+            f"`{key}` 是 transformers {until} 及以前才有的 TrainingArguments 字段，transformers {_tf_version(c)} "
+            "里已经没有了：HfArgumentParser 会直接报 ValueError（Some keys are not used by the HfArgumentParser）。",
+            f"改写成 `{repl}`" if repl else "删掉它",
+        )
+
+
+def _replacement(reg: Any, rec: dict[str, Any]) -> str | None:
+    target = rec.get("renamed_to")
+    if target:
+        new = reg.get(target)
+        return new["name"] if new else target.rsplit(".", 1)[-1]
+    repl = rec.get("replacement")
+    return repl.rsplit(".", 1)[-1] if isinstance(repl, str) and repl else None
+
+
+# transformers 5.24.0 transformers/training_args.py:1784-1785, TrainingArguments.__post_init__ (the test
+# test_lint_frontends.py::test_fp16_bf16_raise_site reads that line from the installed package)
+FP16_BF16_SITE = ("transformers/training_args.py", 1784)
+
+
+@rule(
+    "KB036",
+    "training-args-fp16-and-bf16",
+    "error",
+    "bf16-and-fp16-both-enabled",
+    views=("training_args",),
+    summary="TrainingArguments `fp16` and `bf16` both true",
+    effect='ValueError "At most one of fp16 and bf16 can be True, but not both" (transformers/training_args.py:1784 '
+    "in 5.24.0; on a machine without bf16 support the bf16 check just before it raises first)",
+    bad=[Case("output_dir: out\nfp16: true\nbf16: true\n", "both")],
+    ok=[
+        Case("output_dir: out\nfp16: false\nbf16: true\n", "bf16 only"),
+        Case(
+            "output_dir: out\nbf16: true\ndeepspeed:\n  fp16: {enabled: true}\n", "fp16 in the DeepSpeed part (KB011)"
+        ),
+    ],
+    validity=True,
+)
+def kb036(c: Ctx) -> None:
+    fp, bf = c.data.get("fp16"), c.data.get("bf16")
+    if isinstance(fp, dict) or isinstance(bf, dict) or not (fp and bf):
+        return  # __post_init__ tests `self.fp16 and self.bf16`: Python truth, as parse_dict passes values as they are
+    c.add(
+        "bf16",
+        "`fp16` and `bf16` are both true: TrainingArguments raises ValueError (At most one of fp16 and bf16 can be "
+        "True, but not both).",
+        "keep one (bf16 on Ampere or newer)",
+        "`fp16` 和 `bf16` 都设成了 true：TrainingArguments 会直接报 ValueError"
+        "（At most one of fp16 and bf16 can be True, but not both）。",
+        "只留一个（Ampere 及更新的卡用 bf16）",
+    )
+
+
+# ---------------------------------------------------------------- duplicate keys
+
+
+@rule(
+    "KB037",
+    "deepspeed-json-duplicate-key",
+    "error",
+    None,
+    views=("deepspeed",),
+    summary="a key written twice in one object of a DeepSpeed JSON / HJSON file",
+    effect='DeepSpeed refuses the file: ValueError "Duplicate keys in DeepSpeed config" (its loader\'s '
+    "object_pairs_hook); read by the HF Trainer / accelerate (json.load) the last value wins silently",
+    bad=[
+        Case(
+            '{\n  "train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": {"stage": 2},\n'
+            '  "zero_optimization": {"stage": 3}\n}\n',
+            "two zero_optimization blocks",
+        ),
+        Case('{\n  "zero_optimization": {\n    "stage": 3,\n    "stage": 2\n  }\n}\n', "nested"),
+    ],
+    ok=[
+        Case('{\n  "zero_optimization": {"stage": 3},\n  "bf16": {"enabled": true}\n}\n', "each key once"),
+        Case('{\n  "fp16": {"enabled": true},\n  "bf16": {"enabled": false}\n}\n', "same inner key in two objects"),
+    ],
+    validity=True,
+)
+def kb037(c: Ctx) -> None:
+    if c.prefix or c.cfg.fmt not in ("json", "hjson"):
+        return  # a `deepspeed:` mapping inside another file reaches DeepSpeed as a dict (KB038)
+    for path, line in c.cfg.duplicates:
+        first = c.cfg.lines.get(path)
+        at = f" (first on line {first})" if first and first != line else ""
+        at_zh = f"（第一次出现在第 {first} 行）" if first and first != line else ""
+        c.out.append(
+            _finding(
+                c,
+                path,
+                line,
+                f"`{path}` is written twice{at}: DeepSpeed refuses the file when it reads it (ValueError: Duplicate "
+                "keys in DeepSpeed config); the HF Trainer and accelerate read it with json.load and keep the last "
+                "value without a word.",
+                "keep one of them",
+                f"`{path}` 写了两次{at_zh}：DeepSpeed 读这个文件时会直接报 ValueError（Duplicate keys in DeepSpeed "
+                "config）；HF Trainer 和 accelerate 用 json.load 读，会悄悄只保留最后一个值。",
+                "只保留一个",
+            )
+        )
+
+
+@rule(
+    "KB038",
+    "duplicate-key-last-wins",
+    "warning",
+    None,
+    views=("training_args", "accelerate"),
+    summary="a key written twice in a TrainingArguments / LLaMA-Factory / accelerate file (YAML or JSON)",
+    effect="the YAML / JSON loader keeps the last value silently",
+    bad=[Case("output_dir: out\nlearning_rate: 1.0e-5\nlearning_rate: 2.0e-5\n", "twice")],
+    ok=[Case("output_dir: out\nlearning_rate: 1.0e-5\n", "once")],
+)
+def kb038(c: Ctx) -> None:
+    for path, line in c.cfg.duplicates:
+        first = c.cfg.lines.get(path)
+        c.out.append(
+            _finding(
+                c,
+                path,
+                line,
+                f"`{path}` is written twice"
+                + (f" (first on line {first})" if first and first != line else "")
+                + ": the loader keeps the last value and drops the first without a word.",
+                "keep one of them",
+                f"`{path}` 写了两次"
+                + (f"（第一次出现在第 {first} 行）" if first and first != line else "")
+                + "：加载时只保留最后一个值，前面那个会被悄悄丢掉。",
+                "只保留一个",
+            )
+        )
+
+
+def _finding(c: Ctx, path: str, line: int | None, msg: str, sug: str, msg_zh: str, sug_zh: str):
+    """A finding at the repeat's own line (Ctx.add would give the key's first line)."""
+    from kb.lint import RULES, Finding
+
+    r = RULES[c.code]
+    return Finding(r.code, r.severity, path, line, msg, sug, r.entry, msg_zh, sug_zh)

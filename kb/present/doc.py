@@ -14,6 +14,7 @@ from typing import Any
 from kb.present.labels import L
 
 Style = str  # "" | title | heading | ok | bad | warn | dim | param | code
+EQUIVALENTS = "equivalents"  # meta of the block that starts a fix's equivalent for another front end
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ def as_dict(obj: Any) -> dict[str, Any]:
 
 def source_text(s: dict[str, Any]) -> str:
     if s["type"] == "code":
-        return f"[code] {s['package']} {s['version']} {s['file']}:{s['line']}" + (f"  {s['url']}" if s.get("url") else "")
+        return f"[code] {s['package']} {s['version']} {s['file']}:{s['line']}" + (
+            f"  {s['url']}" if s.get("url") else ""
+        )
     if s["type"] == "measurement":
         return f"[measurement] {s.get('file') or s.get('url')}: {s.get('note')}"
     return f"[{s['type']}] {s['url']}" + (f"  ({s['note']})" if s.get("note") else "")
@@ -47,8 +50,17 @@ def param_text(p: dict[str, Any], lang: str) -> str:
     default = f" {lb['default']}={p['default']}" if p.get("default") is not None else ""
     dep = ""
     if p.get("deprecated"):
-        dep = f" [{lb['deprecated']}" + (f", {lb['use_instead'].format(name=p['replacement'])}" if p.get("replacement") else "") + "]"
-    return f"{p['id']}{default}{dep}  ({p['package']} {p['version']} {p['source_file']}:{p['source_line']})"
+        dep = (
+            f" [{lb['deprecated']}"
+            + (f", {lb['use_instead'].format(name=p['replacement'])}" if p.get("replacement") else "")
+            + "]"
+        )
+    shown = f"{p['shown_name']} \u2190 " if p.get("shown_name") else ""
+    return f"{shown}{p['id']}{default}{dep}  ({p['package']} {p['version']} {p['source_file']}:{p['source_line']})"
+
+
+def front_label(front: str, lang: str) -> str:
+    return L(lang).get(f"fe.{front}", front)
 
 
 def finding_blocks(findings: list[dict[str, Any]], lang: str) -> list[Block]:
@@ -57,7 +69,9 @@ def finding_blocks(findings: list[dict[str, Any]], lang: str) -> list[Block]:
     style = {"error": "bad", "warning": "warn", "info": "dim"}
     for f in findings:
         loc = f"{lb['at_line'].format(n=f['line'])} " if f.get("line") else ""
-        out.append(Block("item", f"{f['code']} {f['severity']} {loc}{f['path']}: {f['message']}", style[f["severity"]], 1))
+        out.append(
+            Block("item", f"{f['code']} {f['severity']} {loc}{f['path']}: {f['message']}", style[f["severity"]], 1)
+        )
         if f.get("suggestion"):
             out.append(Block("text", f"{lb['fix']}: {f['suggestion']}", "dim", 2))
         if f.get("entry"):
@@ -78,7 +92,10 @@ def memory_blocks(m: dict[str, Any], lang: str) -> list[Block]:
         out.append(Block("text", lb["host"].format(gib=m["host_total_gib"]), "", 1))
     if m.get("deepspeed_estimator_gib") is not None:
         out.append(Block("text", lb["ds_estimator"].format(gib=m["deepspeed_estimator_gib"]), "dim", 1))
-    out += [Block("item", "-> " + lb["change"].format(change=c["change"], gib=c["gpu_needed_gib"]), "ok", 1) for c in m["changes"][:3]]
+    out += [
+        Block("item", "-> " + lb["change"].format(change=c["change"], gib=c["gpu_needed_gib"]), "ok", 1)
+        for c in m["changes"][:3]
+    ]
     if m["assumptions"]:
         out.append(Block("text", f"{lb['assuming']}: " + "; ".join(m["assumptions"]), "dim", 1))
     out += [Block("text", f"{lb['note']}: {n}", "dim", 1) for n in m.get("notes", [])]
@@ -104,9 +121,19 @@ def result_blocks(
         out.append(Block("text", f["text"], "", 2))
         if f.get("snippet"):
             out.append(Block("code", f["snippet"]["code"].rstrip("\n"), "code", 2, lang=f["snippet"]["lang"]))
+        out += [Block("text", n, "dim", 2) for n in f.get("version_notes", [])]
+        for eq in f.get("equivalents", []):
+            label = lb["same_in"].format(front=front_label(eq["front_end"], lang)) + ":"
+            out.append(Block("text", label, "dim", 2, meta=EQUIVALENTS))  # chat surfaces rank these last
+            if eq.get("snippet"):
+                out.append(Block("code", eq["snippet"]["code"].rstrip("\n"), "code", 2, lang=eq["snippet"]["lang"]))
+            out += [Block("text", n, "dim", 3) for n in eq.get("notes", [])]
     if r.get("param_facts"):
         out.append(Block("heading", lb["params"]))
-        out += [Block("item", param_text(p, lang), "param", 1) for p in r["param_facts"]]
+        for p in r["param_facts"]:
+            out.append(Block("item", param_text(p, lang), "param", 1))
+            if p.get("note"):
+                out.append(Block("text", p["note"], "dim", 2))
     myths = r["myths"] if all_myths else [m for m in r["myths"] if m["touched"]]
     if myths:
         out.append(Block("heading", lb["myths"]))
@@ -115,7 +142,11 @@ def result_blocks(
             out.append(Block("item", f"\u2717 {lb['wrong']}: {m['claim']}{flag}", "bad", 1))
             out.append(Block("item", f"\u2713 {lb['right']}: {m['correction']}", "ok", 1))
     if r.get("applies_to"):
-        out.append(Block("text", f"{lb['applies']}: " + ", ".join(f"{k} {v}" for k, v in r["applies_to"].items()), "dim"))
+        out.append(
+            Block("text", f"{lb['applies']}: " + ", ".join(f"{k} {v}" for k, v in r["applies_to"].items()), "dim")
+        )
+    if r.get("applies") is False:
+        out.append(Block("text", f"{lb['version_demoted']}: {r.get('version_note') or ''}", "warn"))
     out.append(Block("heading", lb["sources"]))
     out += [Block("item", source_text(s), "dim", 1) for s in r["sources"]]
     if r.get("related") and n is None:
@@ -137,6 +168,12 @@ def answer_blocks(answer: Any, site_url: str = "") -> list[Block]:
         out += finding_blocks(a["findings"], lang)
     if a.get("memory"):
         out += memory_blocks(a["memory"], lang)
+    if a.get("versions"):
+        used = ", ".join(
+            f"{v['package']} {v['version']}" + ("" if v["exact"] or not v.get("release") else f" (~{v['release']})")
+            for v in a["versions"]
+        )
+        out.append(Block("text", f"{lb['judged_by']}: {used}", "dim"))
     if a.get("notes"):
         out.append(Block("heading", lb["notes"], "warn"))
         for note in a["notes"]:
@@ -147,7 +184,8 @@ def answer_blocks(answer: Any, site_url: str = "") -> list[Block]:
         if a.get("closest"):
             out.append(Block("heading", lb["closest"], "dim"))
             out += [
-                Block("item", f"? {c['title']}  [{c['id']}, {lb['score']} {c['score']}]", "dim", 1) for c in a["closest"]
+                Block("item", f"? {c['title']}  [{c['id']}, {lb['score']} {c['score']}]", "dim", 1)
+                for c in a["closest"]
             ]
         return out
     for i, r in enumerate(a["results"], 1):

@@ -30,11 +30,25 @@ def lint(name: str, kind: str, fmt: str, findings: list[dict[str, Any]], lang: s
     return _lines(*out)
 
 
-def factcheck(name: str, names: list[dict[str, Any]], note: str | None = None) -> str:
+def factcheck(name: str, names: list[dict[str, Any]], note: str | None = None, lang: str = "en") -> str:
+    from collections import Counter
+
+    from kb.present.labels import L
+
+    lb = L(lang)
     out = [f"note: {note}"] if note else []
     out += [f"{name}:{n['line']}: {n['verdict']:16} {n['message']}" for n in names]
     if not names:
-        out.append(f"{name}: no parameter-like names found")
+        out.append(f"{name}: {lb['fc_none']}")
+        return _lines(*out)
+    counts = Counter(n["verdict"] for n in names)
+    from kb.factcheck import VERDICTS as order
+
+    sep = "，" if lang == "zh" else ", "
+    parts = sep.join(f"{counts[v]} {lb['verdict.' + v]}" for v in order if counts[v])
+    out.append(f"{name}: {lb['fc_summary'].format(n=len(names), counts=parts)}")
+    if counts["unverified"]:
+        out.append(f"{name}: {lb['fc_unverified_note']}")
     return _lines(*out)
 
 
@@ -105,7 +119,9 @@ def evaluation(rep: dict[str, Any], show_misses: bool = False) -> str:
     if nm["n"]:
         out.append(f"near misses (not_queries): {nm['n']}, wrongly in the top 3: {nm['in_top3']}")
     if rep["not_covered"]:
-        out.append(f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}")
+        out.append(
+            f"not covered by any entry topic ({len(rep['not_covered'])}): {', '.join(map(str, rep['not_covered']))}"
+        )
     if show_misses:
         for r in rep["items"]:
             miss = (
@@ -165,6 +181,35 @@ def check(n_files: int, problems: list[str]) -> str:
     return _lines(*problems, f"checked {n_files} entries: {status}")
 
 
+def check_fix(proposals: list[dict[str, Any]], written: bool = False) -> str:
+    """`kb check --fix`: per entry, the registry ids to add to each params list and the names to declare."""
+    out: list[str] = []
+    n_ids = sum(len(ids) for p in proposals for ids in p["add"].values())
+    n_ext = sum(len(p["external"]) + len(p["misplaced"]) for p in proposals)
+    for p in proposals:
+        out.append(f"{p['file']}:")
+        for fld, ids in p["add"].items():
+            for rid in ids:
+                alts = p["alternatives"].get(rid)
+                alt = f" (or {', '.join(alts)})" if alts else ""
+                out.append(f"  {fld} += {rid}{alt}    named in {', '.join(p['fields'][rid])}")
+        for name in p["external"]:
+            out.append(
+                f"  external += {name}    not in the registry: declare it with a source (named in {', '.join(p['fields'][name])})"
+            )
+        for name in p["misplaced"]:
+            out.append(
+                f"  {name}: not where the registry has it: fix the name or make it a myth name "
+                f"(named in {', '.join(p['fields'][name])})"
+            )
+        if written:
+            state = "params written" if p.get("written") else ("params NOT written (not safe)" if p["add"] else "")
+            if state:
+                out.append(f"  -> {state}")
+    tail = f"{len(proposals)} entries need links: {n_ids} registry id(s) to add, {n_ext} name(s) to declare or fix"
+    return _lines(*out, tail if proposals else "every shown name is linked")
+
+
 def progress_line(what: str, done: int, total: int) -> str:
     return f"{what}: {done}/{total}"
 
@@ -177,18 +222,96 @@ def introspecting(package: str) -> str:
 
 
 def registry_files(manifest: dict[str, Any]) -> str:
-    return _lines(*(f"{fname}: {info['records']} records" for fname, info in manifest["files"].items()))
+    if manifest.get("format", 1) < 2:
+        return _lines(*(f"{fname}: {info['records']} records" for fname, info in manifest["files"].items()))
+    out = []
+    for pkg, info in manifest["packages"].items():
+        out.append(f"{pkg}.jsonl: {info['records']} records over {len(info['releases'])} release(s)")
+        for v in info["releases"]:
+            skipped = info.get("skipped", {}).get(v, [])
+            note = f", {len(skipped)} part(s) skipped" if skipped else ""
+            out.append(f"  {v}: {info['per_release'][v]} records ({info['built'][v]}{note})")
+            out += [f"    skipped: {s}" for s in skipped]
+    return _lines(*out)
 
 
-
-def lookup(name: str, lk: dict[str, Any]) -> str:
-    out = [f"{name}: {lk['status']}"]
+def lookup(
+    name: str,
+    lk: dict[str, Any],
+    history: list[tuple[str, dict[str, Any] | None]] = (),  # type: ignore[assignment]
+    spellings: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    judged_by: dict[str, str] | None = None,
+) -> str:
+    by = f"  (judged by {', '.join(f'{p} {v}' for p, v in sorted(judged_by.items()))})" if judged_by else ""
+    out = [f"{name}: {lk['status']}{by}"]
     for r in lk["records"]:
         dep = f"  deprecated -> {r['replacement']}{' (no-op)' if r['noop'] else ''}" if r["deprecated"] else ""
         out.append(f"  {r['id']}  [{r['kind']}] type={r['type'] or '-'} default={r['default']}{dep}")
         out.append(f"    {r['package']} {r['version']} {r['source_file']}:{r['source_line']}")
+        if r.get("status") == "absent":
+            out.append(f"    not in this release: recorded in {r['since']} .. {r['until']}")
+    if history:
+        out.append("  history (recorded releases):")
+        for rel, h in history:
+            if h is None:
+                out.append(f"    {rel:<10} -")
+                continue
+            dep = "  deprecated" if h.get("deprecated") else ""
+            out.append(f"    {rel:<10} default={h['default']}{dep}  {h['source_file']}:{h['source_line']}")
+    if len(spellings) > 1:
+        out.append("  spellings: " + "; ".join(f"{s['name']} ({s['since']}..{s['until']})" for s in spellings))
     if lk["suggestions"]:
         out.append(f"  did you mean: {', '.join(lk['suggestions'])}")
+    return _lines(*out)
+
+
+# ---------------------------------------------------------------- kb env
+
+
+def versions(d: dict[str, Any], lang: str = "en", name: str | None = None) -> str:
+    """``kb env``: the versions read (kb.versions.Versions.to_dict()), from ``name`` or, when None, the environment."""
+    from kb.i18n import t
+    from kb.present.labels import L
+
+    lb = L(lang)
+
+    def where(p: dict[str, Any]) -> str:
+        at = lb["versions_line"].format(n=p["line_no"]) if p.get("line_no") else ""
+        return f"{p['source']}, {at}{p['line']}" if p.get("line") else p["source"]
+
+    def shown(p: dict[str, Any]) -> str:
+        return lb["versions_partial"].format(version=p["version"]) if p["partial"] else p["version"]
+
+    out = [lb["versions_env"] if name is None else lb["versions_found"].format(name=name)]
+    pkgs = d["packages"]
+    if not pkgs:
+        from kb.versions import packages
+
+        out.append("  " + lb["versions_none"].format(packages=", ".join(packages()), name=name or lb["versions_here"]))
+    width = max((len(shown(p)) for p in (*pkgs.values(), *d["facts"].values())), default=0)
+    out += [f"  {pkg:13} {shown(p):{width}}  ({where(p)})" for pkg, p in pkgs.items()]
+    if d["facts"]:
+        out.append(lb["versions_facts"])
+        out += [f"  {k:13} {f['version']:{width}}  ({where(f)})" for k, f in d["facts"].items()]
+    if d["conflicts"]:
+        out.append(lb["versions_conflicts"])
+        for c in d["conflicts"]:
+            k, x = c["kept"], c["dropped"]
+            msg = t(
+                lang,
+                "versions.conflict",
+                name=c["name"],
+                kept=k["version"],
+                kept_source=where(k),
+                dropped=x["version"],
+                dropped_source=where(x),
+            )
+            out.append(f"  {msg}")
+    if d["ambiguous"]:
+        out.append(lb["versions_ambiguous"])
+        for n, pins in d["ambiguous"].items():
+            found = ", ".join(dict.fromkeys(p["version"] for p in pins))
+            out.append("  " + t(lang, "versions.ambiguous", name=n, found=found))
     return _lines(*out)
 
 
