@@ -224,3 +224,13 @@ def test_static_fallback_reads_fields_by_ast(tmp_path, monkeypatch):
     assert recs["kbfakepkg:Args.name"]["default"] == '"x"' and recs["kbfakepkg:Args.tags"]["default"] is None
     assert recs["kbfakepkg:Args"]["doc"] == "Training arguments."
     assert rb.SKIPPED == ["static: kbfakepkg/no.py (not in this release)"]
+
+
+def test_docs_figures_are_the_committed_registrys():
+    """docs/registry.md quotes the figures of the committed data (rerun `figures` after a rebuild)."""
+    from pathlib import Path
+
+    from indexer.registry_releases import figures_table
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "registry.md").read_text(encoding="utf-8")
+    assert figures_table().strip() in docs
