@@ -209,20 +209,11 @@ def ds_config(c: dict) -> dict:
 
 def hf_config(transformers, s: ModelShape, seq: int):
     """A transformers config for the shape: Qwen2 (bias on q/k/v only) when qkv_bias, else Llama."""
-    kw = dict(
-        vocab_size=s.vocab,
-        hidden_size=s.hidden,
-        intermediate_size=s.intermediate,
-        num_hidden_layers=s.layers,
-        num_attention_heads=s.heads,
-        num_key_value_heads=s.kv_heads,
-        max_position_embeddings=max(4096, seq),
-        tie_word_embeddings=s.tie_embeddings,
-        attn_implementation="sdpa",
-        use_cache=False,
-    )
     if s.experts > 1:
         raise ValueError(f"{s.name}: MoE shapes are not built by this bench")
+    kw = dict(
+        s.hf_config_fields(), max_position_embeddings=max(4096, seq), attn_implementation="sdpa", use_cache=False
+    )
     return transformers.Qwen2Config(**kw) if s.qkv_bias else transformers.LlamaConfig(**kw)
 
 

@@ -29,11 +29,9 @@ from kb.factcheck import judge
 from kb.i18n import t
 from kb.index import IndexCorrupt, IndexMissing, IndexStale, check_fresh, load_index
 from kb.lang import pick_lang
-from kb.lint import lint_config
-from kb.memory import DEFAULT_GPU_MEM_GIB
 from kb.paths import entries_dir
 from kb.registry import Registry, default_registry
-from kb.releases import Pin, applies, pins, respell, spelling_fact, version_notes, view_for
+from kb.releases import UserVersion, applies, pins, respell, spelling_fact, user_versions, version_notes, view_for
 from kb.retrieve import ANSWER_THRESHOLD, Hit, Retriever
 from kb.text import identifiers, looks_like_log, looks_like_param
 
@@ -119,6 +117,8 @@ class Engine:
         boosts: dict[str, float] = {}
         pinned: list[str] = []  # entries explaining error-level findings, in finding order
         if config_text is not None:
+            from kb.lint import lint_config  # only with a config: the rules are not needed to answer a question
+
             cfg = parse_config(config_text, config_name)  # ConfigError propagates
             facts = facts_from_config(cfg)
             for f in lint_config(cfg, view, world_size=hints.single_gpu, model_params=hints.params):
@@ -179,13 +179,13 @@ class Engine:
         )
 
     def _result(
-        self, h: Hit, lang: str, qnames: set[str], view: Registry, ps: list[Pin], front: str | None
+        self, h: Hit, lang: str, qnames: set[str], view: Registry, ps: list[UserVersion], front: str | None
     ) -> C.Result:
         e = self.index.entries[h.entry_id]
         why = self.retriever.why(h, lang)
         return entry_result(e, lang, view, score=h.score, why=why, qnames=qnames, pins=ps, front_end=front)
 
-    def _demote(self, hits: list[Hit], ps: list[Pin]) -> list[Hit]:
+    def _demote(self, hits: list[Hit], ps: list[UserVersion]) -> list[Hit]:
         """Entries whose applies_to excludes the user's versions rank lower (they are marked, not hidden)."""
         out = []
         for h in hits:
@@ -195,7 +195,7 @@ class Engine:
 
     def _memory(self, hints: QueryHints, cfg: ParsedConfig, lang: str) -> C.Memory | None:
         """kb mem for the user's config and the model the query names (a preset, or a size like "7b")."""
-        from kb.memory import PRESETS, Setup, estimate_with_changes
+        from kb.memory import DEFAULT_GPU_MEM_GIB, PRESETS, Setup, estimate_with_changes
 
         if hints.model is None and hints.params is None:
             return None
@@ -287,7 +287,7 @@ def entry_result(
     score: float = 1.0,
     why: str = "",
     qnames: set[str] | frozenset[str] = frozenset(),
-    pins: list[Pin] | tuple[Pin, ...] = (),
+    pins: list[UserVersion] | tuple[UserVersion, ...] = (),
     front_end: str | None = None,
 ) -> C.Result:
     """One entry (a plain dict: the index's entries.json or ``Entry.model_dump(mode="json")``) as a Result.
@@ -391,17 +391,6 @@ def is_version_report(text: str) -> bool:
     return False
 
 
-def user_versions(query: str, config_text: str | None, flag: dict[str, str] | None) -> dict[str, tuple[str, str]]:
-    """package -> (version, source): ``flag`` first, then a pasted freeze / env report, then prose (kb.versions)."""
-    from kb.versions import merge, versions_from_text
-
-    found = [versions_from_text(config_text, origin="attachment")] if config_text else []
-    found.append(versions_from_text(query))
-    merged = merge(*found)
-    out = {pkg: (merged.pins[pkg].public, merged.pins[pkg].source) for pkg in merged}
-    for pkg, v in (flag or {}).items():
-        out[pkg] = (v, "flag")
-    return out
 
 
 def site_path(lang: str, entry_id: str) -> str:

@@ -653,10 +653,10 @@ def factcheck(file: str, as_json: bool, lang: str, versions_arg: str | None) -> 
 
 def _text_view(text: str, versions_arg: str | None):
     """The registry as the releases a text names (a pasted freeze, "transformers 4.46"), --versions winning."""
-    from kb.versions import versions_from_text
+    from kb.releases import user_versions
 
-    found = versions_from_text(text[:200_000]).as_pins()
-    return _registry().at({**found, **_versions(versions_arg)})
+    found = user_versions(text[:200_000], None, _versions(versions_arg))
+    return _registry().at({pkg: ver for pkg, (ver, _) in found.items()})
 
 
 @main.command()

@@ -56,6 +56,21 @@ class ModelShape:
     def head_dim(self) -> int:
         return self.hidden // self.heads
 
+    def hf_config_fields(self) -> dict[str, int | bool]:
+        """The Hugging Face config.json fields of this shape (the inverse of ``shape_from_hf_config``)."""
+        out: dict[str, int | bool] = dict(
+            vocab_size=self.vocab,
+            hidden_size=self.hidden,
+            intermediate_size=self.intermediate,
+            num_hidden_layers=self.layers,
+            num_attention_heads=self.heads,
+            num_key_value_heads=self.kv_heads,
+            tie_word_embeddings=self.tie_embeddings,
+        )
+        if self.experts > 1:
+            out["num_local_experts"] = self.experts
+        return out
+
     @property
     def kv_dim(self) -> int:
         return self.kv_heads * self.head_dim

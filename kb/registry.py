@@ -155,13 +155,17 @@ class Registry:
         return getattr(self, "_default", None) or self
 
     def release_for(self, package: str, version: str) -> str | None:
-        """The recorded release that stands for ``version`` of ``package`` (floor; oldest if older)."""
+        """The recorded release that stands for ``version`` of ``package`` (kb.versions.pick_release:
+        the newest at or below it, a partial "4.46" its newest 4.46.x, the oldest when older than all)."""
         rels = self.releases.get(package)
         if not rels or not version:
             return None
-        want = _vkey(version)
-        floor = [r for r in rels if _vkey(r)[: len(want)] <= want]
-        return floor[-1] if floor else rels[0]
+        from kb.versions import pick_release
+
+        try:
+            return pick_release(version, rels)
+        except ValueError:  # not a version (packaging's InvalidVersion is a ValueError)
+            return None
 
     @classmethod
     def load(cls, root: Path | None = None) -> Registry:

@@ -10,16 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from kb import contract as C
 from kb.i18n import t
 from kb.registry import Registry, _vkey
 
 
 @dataclass(frozen=True)
-class Pin:
+class UserVersion:
     """One user version and the recorded release that stands for it."""
 
     package: str
@@ -32,17 +29,17 @@ class Pin:
         return self.release is not None and _vkey(self.release)[: len(_vkey(self.version))] == _vkey(self.version)
 
 
-def pins(registry: Registry, versions: dict[str, tuple[str, str]]) -> list[Pin]:
+def pins(registry: Registry, versions: dict[str, tuple[str, str]]) -> list[UserVersion]:
     """``{package: (version, source)}`` -> pins, in package order; packages the registry lacks keep release None."""
-    return [Pin(pkg, ver, src, registry.release_for(pkg, ver)) for pkg, (ver, src) in sorted(versions.items())]
+    return [UserVersion(pkg, ver, src, registry.release_for(pkg, ver)) for pkg, (ver, src) in sorted(versions.items())]
 
 
-def view_for(registry: Registry, ps: list[Pin]) -> Registry:
+def view_for(registry: Registry, ps: list[UserVersion]) -> Registry:
     """The registry as the user's releases have it (the default view when no pin is in the registry)."""
     return registry.at({p.package: p.version for p in ps if p.release})
 
 
-def version_notes(registry: Registry, ps: list[Pin], lang: str) -> list[C.Note]:
+def version_notes(registry: Registry, ps: list[UserVersion], lang: str) -> list[C.Note]:
     """Notes on how each user version was judged (nearest release, newer than recorded)."""
     out: list[C.Note] = []
     for p in ps:
@@ -96,32 +93,28 @@ def spelling_fact(view: Registry, rid: str, lang: str) -> dict:
     }
 
 
-def applies(applies_to: dict[str, str], ps: list[Pin], lang: str) -> tuple[bool | None, str | None]:
-    """Whether the user's versions satisfy an entry's ``applies_to`` (None: no version of those packages known)."""
+def applies(applies_to: dict[str, str], ps: list[UserVersion], lang: str) -> tuple[bool | None, str | None]:
+    """Whether the user's versions satisfy an entry's ``applies_to`` (None: no version of those packages known).
+
+    A partial version ("4.46") satisfies when some release of its series does (kb.versions.satisfies)."""
+    if not applies_to or not ps:
+        return None, None
+    from kb.versions import satisfies
+
     known = {p.package: p for p in ps}
     verdict: bool | None = None
     for pkg, spec in sorted(applies_to.items()):
         p = known.get(pkg)
         if p is None:
             continue
-        ok = satisfies(p.version, spec)
-        if ok is None:
+        try:
+            ok = satisfies(p.version, spec)
+        except ValueError:  # a version or specifier that does not parse: not judged
             continue
         if not ok:
             return False, t(lang, "ver.not_applies", spec=f"{pkg} {spec}", pkg=pkg, version=p.version)
         verdict = True
     return verdict, None
-
-
-def satisfies(version: str, spec: str) -> bool | None:
-    """PEP 440 match, tolerant of local labels (``2.4.0+cu121``); a partial version ("4.46") matches
-    when its .0 release does. None when either side does not parse."""
-    try:
-        v = Version(version.split("+", 1)[0])
-        s = SpecifierSet(spec)
-    except (InvalidVersion, InvalidSpecifier):
-        return None
-    return s.contains(v, prereleases=True)
 
 
 def respell(code: str, pairs: list[tuple[str, str]]) -> str:
@@ -130,3 +123,22 @@ def respell(code: str, pairs: list[tuple[str, str]]) -> str:
     for old, new in pairs:
         code = re.sub(rf"(?<!\w){re.escape(old)}(?!\w)", new, code)
     return code
+
+
+_MAYBE_VERSION = re.compile(r"\d\.\d")  # every version kb.versions reads has one; most questions have none
+
+
+def user_versions(query: str, config_text: str | None, flag: dict[str, str] | None) -> dict[str, tuple[str, str]]:
+    """package -> (version, source): ``flag`` first, then a pasted freeze / env report, then prose (kb.versions)."""
+    texts = [(config_text, "attachment"), (query, "query")]
+    texts = [(text, origin) for text, origin in texts if text and _MAYBE_VERSION.search(text)]
+    if not texts and not flag:
+        return {}  # nothing that looks like "x.y": no version to read (and kb.versions is not imported)
+    from kb.versions import merge, versions_from_text
+
+    found = [versions_from_text(text, origin=origin) for text, origin in texts]
+    merged = merge(*found)
+    out = {pkg: (merged.pins[pkg].public, merged.pins[pkg].source) for pkg in merged}
+    for pkg, v in (flag or {}).items():
+        out[pkg] = (v, "flag")
+    return out

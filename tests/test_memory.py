@@ -77,18 +77,7 @@ def test_presets_match_transformers_models_on_meta(name):
     fam = (
         "Mixtral" if s.experts > 1 else "Qwen2" if s.qkv_bias else "Mistral" if name.startswith("mistral") else "Llama"
     )
-    kw = dict(
-        vocab_size=s.vocab,
-        hidden_size=s.hidden,
-        intermediate_size=s.intermediate,
-        num_hidden_layers=s.layers,
-        num_attention_heads=s.heads,
-        num_key_value_heads=s.kv_heads,
-        tie_word_embeddings=s.tie_embeddings,
-    )
-    if s.experts > 1:
-        kw["num_local_experts"] = s.experts
-    cfg = getattr(transformers, f"{fam}Config")(**kw)
+    cfg = getattr(transformers, f"{fam}Config")(**s.hf_config_fields())
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
     assert sum(p.numel() for p in model.parameters()) == s.params()

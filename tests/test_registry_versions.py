@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kb.registry import Registry
-from kb.releases import Pin, applies, respell, satisfies, spelling_fact
+from kb.releases import UserVersion, applies, respell, spelling_fact
+from kb.versions import satisfies
 
 RELEASES = ("4.46.3", "4.57.6", "5.24.0")
 
@@ -128,7 +129,7 @@ def test_spelling_fact_known_and_unknown_versions(reg, lang):
 
 
 def test_applies_to_and_satisfies():
-    ps = [Pin("deepspeed", "0.14.4", "flag", "0.14.4")]
+    ps = [UserVersion("deepspeed", "0.14.4", "flag", "0.14.4")]
     assert applies({"deepspeed": ">=0.18.3"}, ps, "en")[0] is False
     assert "0.14.4" in applies({"deepspeed": ">=0.18.3"}, ps, "en")[1]
     assert applies({"deepspeed": ">=0.10"}, ps, "en") == (True, None)
@@ -204,15 +205,29 @@ def test_versions_read_from_the_query_and_an_attachment(engine):
 
 
 def test_entries_that_do_not_apply_are_marked_and_ranked_lower(engine, entries):
+    from kb.answer import VERSION_DEMOTE, entry_result
+    from kb.releases import pins
+
     e = next(le.entry for le in entries if le.entry.applies_to.get("deepspeed", "").startswith(">=0.18"))
-    eid, q = e.id, e.queries.en[0]
-    now = engine.ask(q, versions={"deepspeed": "0.19.8"}, k=5)
-    old = engine.ask(q, versions={"deepspeed": "0.14.4"}, k=5)
-    r_now = next(r for r in now.results if r.id == eid)
-    r_old = next((r for r in old.results if r.id == eid), None)
-    assert r_now.applies is True and r_now.version_note is None
-    if r_old is not None:  # demoted, maybe out of the top k; when shown, marked
-        assert r_old.applies is False and "0.14.4" in r_old.version_note and r_old.score < r_now.score
+    q = e.queries.en[0]
+    old = pins(engine.registry, {"deepspeed": ("0.14.4", "flag")})
+    new = pins(engine.registry, {"deepspeed": ("0.19.8", "flag")})
+    hits = engine.retriever.search(q, k=10)
+    before = next(h.score for h in hits if h.entry_id == e.id)
+    assert next(h.score for h in engine._demote(hits, new) if h.entry_id == e.id) == before
+    assert next(h.score for h in engine._demote(hits, old) if h.entry_id == e.id) == pytest.approx(
+        before * VERSION_DEMOTE
+    )
+    data = engine.index.entries[e.id]
+    marked = entry_result(data, "en", engine.registry.at({"deepspeed": "0.14.4"}), pins=old)
+    assert marked.applies is False and "0.14.4" in marked.version_note
+    zh = entry_result(data, "zh", engine.registry.at({"deepspeed": "0.14.4"}), pins=old)
+    assert "0.14.4" in zh.version_note and zh.version_note != marked.version_note
+    assert entry_result(data, "en", engine.registry, pins=new).applies is True
+    assert entry_result(data, "en", engine.registry).applies is None  # versions unknown: not judged
+    # end to end: the same query with the older release puts the entry lower (or drops it below the keep line)
+    rank = lambda a: [r.id for r in a.results].index(e.id) if e.id in [r.id for r in a.results] else 99  # noqa: E731
+    assert rank(engine.ask(q, versions={"deepspeed": "0.14.4"}, k=5)) >= rank(engine.ask(q, versions={"deepspeed": "0.19.8"}, k=5))
 
 
 def test_lint_judges_the_users_release(registry):
