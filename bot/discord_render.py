@@ -25,7 +25,7 @@ them. The dicts are exactly what discord.py 2.7 serialises for the same embeds a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -672,21 +672,10 @@ def render_lint(data: dict[str, Any], lang: str) -> dict[str, Any]:
 
 
 def memory_view(e: dict[str, Any], lang: str) -> dict[str, Any]:
-    """A ``kb mem`` estimate dict -> the Answer's Memory shape, so that doc.memory_blocks draws it."""
-    try:  # the core's term labels in ``lang`` (kb.answer keeps the mapping); English as the estimate has them
-        from kb.answer import memory_term as _term
-    except ImportError:  # pragma: no cover
-        _term = None
-
-    def term(label: str, gib: float) -> dict[str, Any]:
-        if _term is not None:
-            t = _term(label, gib, lang)
-            return {"key": t.key, "label": t.label, "gib": t.gib}
-        return {"key": re.sub(r"\W+", "_", label.lower()).strip("_"), "label": label, "gib": round(gib, 3)}
+    """A ``kb mem`` estimate dict -> the Answer's Memory shape (kb.answer.memory_contract), for doc.memory_blocks."""
+    from kb.answer import memory_contract
 
     s = e.get("setup") or {}
-    ds = e.get("deepspeed_estimator") or None
-    model = s.get("shape") or f"{(e.get('params') or 0) / 1e9:g}B"
     assumptions = (
         [
             f"ZeRO-{s.get('stage')}, offload {s.get('offload')}, {s.get('precision')}, seq {s.get('seq')}, "
@@ -695,21 +684,7 @@ def memory_view(e: dict[str, Any], lang: str) -> dict[str, Any]:
         if s
         else []
     )
-    return {
-        "model": model,
-        "gpus": s.get("gpus", 1) * s.get("nodes", 1),
-        "gpu_mem_gib": s.get("gpu_mem_gib", 80.0),
-        "gpu": [term(k, v) for k, v in (e.get("gpu") or {}).items()],
-        "gpu_total_gib": e.get("gpu_total_gib"),
-        "gpu_needed_gib": e.get("gpu_needed_gib"),
-        "fits_gpu": bool(e.get("fits_gpu")),
-        "host": [term(k, v) for k, v in (e.get("host") or {}).items()],
-        "host_total_gib": e.get("host_total_gib", 0.0),
-        "deepspeed_estimator_gib": round(ds["gpu_gib"], 3) if ds and ds.get("gpu_gib") is not None else None,
-        "changes": list(e.get("changes") or []),
-        "assumptions": assumptions,
-        "notes": list(e.get("notes") or []),
-    }
+    return asdict(memory_contract(e, lang, assumptions))
 
 
 def render_memory(data: dict[str, Any], lang: str) -> dict[str, Any]:

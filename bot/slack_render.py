@@ -75,7 +75,6 @@ ACTION_IDS = ("kb_more", "kb_lang", "kb_vote_up", "kb_vote_down", "kb_reason")
 _ASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-
 # ---------------------------------------------------------------- text helpers
 
 
@@ -553,21 +552,9 @@ def lint_body(data: dict[str, Any], lang: str) -> dict[str, Any]:
 
 
 def estimate_memory(data: dict[str, Any], lang: str) -> dict[str, Any]:
-    """A ``kb mem`` estimate (``Estimate.to_dict()``) as the answer contract's Memory, labels in ``lang``."""
-    try:
-        from kb.answer import memory_term as term  # the one place term labels are translated
-    except ImportError:  # pragma: no cover - kept working if the helper moves
-        term = None
-
-    def terms(d: dict[str, float]) -> list[dict[str, Any]]:
-        out = []
-        for label, gib in (d or {}).items():
-            if term is not None:
-                t = term(label, gib, lang)
-                out.append({"key": t.key, "label": t.label, "gib": t.gib})
-            else:
-                out.append({"key": label, "label": label, "gib": gib})
-        return out
+    """A ``kb mem`` estimate (``Estimate.to_dict()``) as the answer contract's Memory, labels in ``lang``
+    (kb.answer.memory_contract, the one conversion every surface uses)."""
+    from kb.answer import memory_contract
 
     s = data.get("setup") or {}
     what = s.get("shape") or f"{(data.get('params') or 0) / 1e9:.2f}B"
@@ -583,22 +570,9 @@ def estimate_memory(data: dict[str, Any], lang: str) -> dict[str, Any]:
         gpus=s.get("gpus"),
         nodes=s.get("nodes"),
     )
-    ds = data.get("deepspeed_estimator")
-    return {
-        "model": what,
-        "gpus": s.get("gpus", 1),
-        "gpu_mem_gib": s.get("gpu_mem_gib", 0),
-        "gpu": terms(data.get("gpu") or {}),
-        "gpu_total_gib": data.get("gpu_total_gib", 0.0),
-        "gpu_needed_gib": data.get("gpu_needed_gib", 0.0),
-        "fits_gpu": bool(data.get("fits_gpu")),
-        "host": terms(data.get("host") or {}),
-        "host_total_gib": data.get("host_total_gib", 0.0),
-        "deepspeed_estimator_gib": round(ds["gpu_gib"], 3) if ds else None,
-        "changes": list(data.get("changes") or []),
-        "assumptions": [setup],
-        "notes": list(data.get("notes") or []),
-    }
+    from dataclasses import asdict
+
+    return asdict(memory_contract(data, lang, [setup]))
 
 
 def memory_body(data: dict[str, Any], lang: str) -> dict[str, Any]:

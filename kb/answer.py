@@ -23,6 +23,7 @@ from kb.configs import (
     facts_from_config,
     hints_from_query,
     micro_batch,
+    optimizer_kind,
     parse_config,
 )
 from kb.factcheck import judge
@@ -218,35 +219,16 @@ class Engine:
             precision=f.precision or "bf16",
             micro_batch=micro_batch(cfg) or 1,
             gpu_mem_gib=DEFAULT_GPU_MEM_GIB,
+            optimizer=optimizer_kind(cfg),
         )
         assumptions.append(t(lang, "mem.assume_setup", seq=s.seq, gpu_mem=s.gpu_mem_gib))
         if shape is None:
             assumptions.append(t(lang, "mem.assume_count_only"))
         e = estimate_with_changes(s)
-        ds = e.deepspeed_estimator
-        return C.Memory(
-            model=shape.name if shape else f"{(hints.params or 0) / 1e9:g}B",
-            gpus=gpus,
-            gpu_mem_gib=s.gpu_mem_gib,
-            gpu=[memory_term(label, gib, lang) for label, gib in e.gpu.items()],
-            gpu_total_gib=e.gpu_total_gib,
-            gpu_needed_gib=e.gpu_needed_gib,
-            fits_gpu=e.fits_gpu,
-            host=[memory_term(label, gib, lang) for label, gib in e.host.items()],
-            host_total_gib=e.host_total_gib,
-            deepspeed_estimator_gib=round(ds["gpu_gib"], 3) if ds else None,
-            changes=[
-                C.MemoryChange(
-                    c["change_zh"] if lang == "zh" else c["change"],
-                    c["cost_zh"] if lang == "zh" else c["cost"],
-                    c["gpu_needed_gib"],
-                    c["host_total_gib"],
-                )
-                for c in e.changes
-            ],
-            assumptions=assumptions,
-            notes=list(e.notes_zh if lang == "zh" else e.notes),
-        )
+        m = memory_contract(e.to_dict(), lang, assumptions)
+        if shape is None:
+            m.model = f"{(hints.params or 0) / 1e9:g}B"
+        return m
 
     def _name_notes(self, query: str, lang: str, view: Registry) -> tuple[list[C.Note], list[str]]:
         """The factcheck verdict for each parameter-like name in the query; also the names to boost on."""
@@ -391,8 +373,6 @@ def is_version_report(text: str) -> bool:
     return False
 
 
-
-
 def site_path(lang: str, entry_id: str) -> str:
     """Where an entry's page lives on the static site (kb export), relative to the site's base URL."""
     return f"/{lang}/{entry_id}/"
@@ -428,31 +408,47 @@ def _finding(f, lang: str) -> C.Finding:
     return C.Finding(f.code, f.severity, f.path, f.line, msg, sug, f.entry)
 
 
-# kb.memory's English term labels -> stable keys (kb.i18n "mem.term.*"); a parenthetical naming a
-# parameter (e.g. "(reduce_bucket_size 5e8)") is kept as written: names and numbers need no translation
-_TERM_KEYS = (
-    ("model states (DeepSpeed estimator, x1.5", "host_model_states"),
-    ("model states", "model_states"),
-    ("16-bit parameter partition", "param_partition"),
-    ("ZeRO-3 contiguous gradient buffer", "contiguous_grad"),
-    ("ZeRO-3 prefetch", "prefetch"),
-    ("ZeRO-1/2 reduce bucket", "reduce_bucket"),
-    ("activations (checkpointed)", "activations_ckpt"),
-    ("activations", "activations"),
-    ("logits and loss", "logits"),
-    ("frozen base weights", "lora_base"),
-    ("adapter weights", "lora_adapters"),
-)
+def memory_contract(e: dict[str, Any], lang: str, assumptions: list[str] | None = None) -> C.Memory:
+    """A ``kb mem`` estimate (``Estimate.to_dict()``) as the answer contract's Memory, labels in ``lang``: the one
+    conversion every surface uses (kb ask's memory block, the bots' /mem)."""
+    s = e.get("setup") or {}
+    zh = lang == "zh"
 
+    def term(t: dict[str, Any]) -> C.MemoryTerm:
+        return C.MemoryTerm(t["key"], t["label_zh"] if zh else t["label"], t["gib"], t["formula"], t["source"])
 
-def memory_term(label: str, gib: float, lang: str) -> C.MemoryTerm:
-    """A kb mem term (its English label from kb.memory) with a stable key and its label in ``lang``."""
-    for prefix, key in _TERM_KEYS:
-        if label.startswith(prefix):
-            tail = re.search(r"\(([^()]*_[^()]*)\)\s*$", label)
-            text = t(lang, f"mem.term.{key}") + (f" ({tail.group(1)})" if tail and key != "param_partition" else "")
-            return C.MemoryTerm(key, text, round(gib, 3))
-    return C.MemoryTerm(re.sub(r"\W+", "_", label.lower()).strip("_"), label, round(gib, 3))
+    peak = next((p for p in e.get("phases") or [] if p["phase"] == e.get("peak_phase")), None)
+    alive = set(peak["terms"]) if peak else set()
+    ds = e.get("deepspeed_estimator")
+    return C.Memory(
+        model=s.get("shape") or f"{(e.get('params') or 0) / 1e9:g}B",
+        gpus=s.get("gpus", 1) * s.get("nodes", 1),
+        gpu_mem_gib=s.get("gpu_mem_gib", 0.0),
+        gpu=[term(t) for t in e.get("terms") or [] if t["key"] in alive],
+        gpu_total_gib=e.get("gpu_total_gib", 0.0),
+        gpu_needed_gib=e.get("gpu_needed_gib", 0.0),
+        fits_gpu=bool(e.get("fits_gpu")),
+        host=[term(t) for t in e.get("host_terms") or []],
+        host_total_gib=e.get("host_total_gib", 0.0),
+        deepspeed_estimator_gib=round(ds["gpu_gib"], 3) if ds else None,
+        changes=[
+            C.MemoryChange(
+                c["change_zh"] if zh else c["change"],
+                c["cost_zh"] if zh else c["cost"],
+                c["gpu_needed_gib"],
+                c["host_total_gib"],
+            )
+            for c in e.get("changes") or []
+        ],  # fmt: skip
+        assumptions=list(assumptions or []),
+        notes=list((e.get("notes_zh") if zh else e.get("notes")) or []),
+        gpu_verdict=e.get("gpu_verdict", "fits"),
+        peak_phase=e.get("peak_phase", ""),
+        reserved_gib=e.get("reserved_gib", 0.0),
+        phases=[
+            C.MemoryPhase(p["phase"], p["phase_zh"] if zh else p["phase"], p["gib"]) for p in e.get("phases") or []
+        ],
+    )
 
 
 _CONFIG_PREFIX = re.compile(

@@ -679,6 +679,16 @@ def _text_view(text: str, versions_arg: str | None):
 @click.option("--eager-attention", is_flag=True, help="Attention scores are materialised (no SDPA / flash).")
 @click.option("--lora-rank", type=click.IntRange(1), default=None, help="LoRA on all linear layers with this rank.")
 @click.option("--qlora", is_flag=True, help="4-bit (NF4) base with LoRA adapters.")
+@click.option(
+    "--optimizer",
+    type=click.Choice(["torch", "fused"]),
+    default="torch",
+    show_default=True,
+    help="torch: torch.optim.AdamW (HF Trainer's adamw_torch; its step needs a temporary); fused: DeepSpeed's "
+    "FusedAdam (a ds_config optimizer section) or CPU Adam.",
+)
+@click.option("--expandable-segments", is_flag=True, help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set.")
+@click.option("--explain", is_flag=True, help="Every term with its bytes-per-parameter formula and source.")
 @click.option("--json", "as_json", is_flag=True)
 def mem(
     model,
@@ -696,12 +706,17 @@ def mem(
     eager_attention,
     lora_rank,
     qlora,
+    optimizer,
+    expandable_segments,
+    explain,
     as_json,
 ) -> None:
-    """Will it fit? GPU and host memory for a DeepSpeed / LoRA fine-tune, term by term.
+    """Will it fit? GPU and host memory for a DeepSpeed / LoRA fine-tune, term by term and phase by phase.
 
-    Model states are DeepSpeed's own estimator figures; activations follow Korthikanti et al. 2022;
-    docs/memory.md explains every term and compares with GPU measurements. Exit 1 when it does not fit.
+    Each tensor family is counted in bytes per parameter from the DeepSpeed / torch / peft code (file and line
+    with --explain); the peak is the largest phase (build, initialize, forward/backward, optimizer step), not a
+    sum. DeepSpeed's own estimator is shown for reference. docs/memory.md compares every GPU run measured.
+    Exit 0 when it fits (also when tight), 1 when it does not fit on the GPU or the host, 2 on bad input.
     """
     from kb.memory import DEFAULT_GPU_MEM_GIB, Setup, estimate_with_changes, parse_params, resolve_model
     from kb.present import reports
@@ -729,6 +744,8 @@ def mem(
         flash_attention=not eager_attention,
         lora_rank=lora_rank,
         qlora=qlora,
+        optimizer=optimizer,
+        expandable_segments=expandable_segments,
     )
     try:
         e = estimate_with_changes(s)
@@ -737,7 +754,7 @@ def mem(
     if as_json:
         _echo_json(e.to_dict(), indent=2)
     else:
-        click.echo(reports.memory(e.to_dict()), nl=False)
+        click.echo(reports.memory(e.to_dict(), explain=explain), nl=False)
     sys.exit(0 if e.fits_gpu and e.fits_host is not False else 1)
 
 

@@ -433,6 +433,18 @@ def micro_batch(cfg: ParsedConfig) -> int | None:
     return mb if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else None
 
 
+def optimizer_kind(cfg: ParsedConfig) -> str:
+    """The optimizer kb.memory counts for this config: "fused" when the DeepSpeed config builds its own Adam
+    (an ``optimizer`` section of type Adam / AdamW without ``torch_adam``: FusedAdam, or CPU Adam with offload),
+    else "torch" (HF Trainer's default ``adamw_torch``: torch.optim.AdamW, whose foreach step needs a temporary)."""
+    d, _ = deepspeed_block(cfg)
+    opt = d.get("optimizer") if d else None
+    if isinstance(opt, dict) and str(opt.get("type", "")).lower() in ("adam", "adamw"):
+        params = opt.get("params") if isinstance(opt.get("params"), dict) else {}
+        return "torch" if params.get("torch_adam") is True else "fused"
+    return "torch"
+
+
 # ---------------------------------------------------------------- what the question itself says
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SCHEMA_VERSION = (
-    "1.2"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents
+    "1.3"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
+    # 1.3: Memory by phase (gpu_verdict, peak_phase, reserved_gib, phases; MemoryTerm formula and source)
 )
 
 Lang = Literal["en", "zh"]
@@ -182,9 +183,18 @@ class Note:
 
 @dataclass
 class MemoryTerm:
-    key: str  # stable id of the term, e.g. "model_states"
+    key: str  # stable id of the term, e.g. "master32"
     label: str  # in the answer's language
     gib: float
+    formula: str = ""  # bytes per parameter (or per token) with the numbers filled in
+    source: str = ""  # where the formula comes from: DeepSpeed file:line, or a measurement
+
+
+@dataclass
+class MemoryPhase:
+    phase: str  # build | initialize | forward/backward | optimizer step
+    label: str  # in the answer's language
+    gib: float  # allocated in that phase
 
 
 @dataclass
@@ -202,16 +212,22 @@ class Memory:
     model: str
     gpus: int
     gpu_mem_gib: float
-    gpu: list[MemoryTerm]
-    gpu_total_gib: float  # estimated peak allocated by PyTorch
-    gpu_needed_gib: float  # plus fragmentation and CUDA context: what is compared with the card
-    fits_gpu: bool
+    gpu: list[MemoryTerm]  # the terms alive in the peak phase
+    gpu_total_gib: float  # estimated peak allocated by PyTorch (the largest phase)
+    gpu_needed_gib: float  # plus the CUDA context: what is compared with the card
+    fits_gpu: bool  # false only for "does not fit"
     host: list[MemoryTerm]
     host_total_gib: float
     deepspeed_estimator_gib: float | None  # DeepSpeed's own model-state figure per GPU, for reference
     changes: list[MemoryChange]
     assumptions: list[str]
     notes: list[str]
+    gpu_verdict: str = (
+        "fits"  # fits | tight (fits by allocation, not with the allocator's usual reserve) | does not fit
+    )
+    peak_phase: str = ""
+    reserved_gib: float = 0.0  # expected peak reserved (allocated x the measured reserved/allocated ratio)
+    phases: list[MemoryPhase] = field(default_factory=list)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from kb.contract import SCHEMA_VERSION
 from kb.registry import Registry
 from kb.releases import UserVersion, applies, respell, spelling_fact
 from kb.versions import satisfies
@@ -251,7 +252,7 @@ def test_cli_versions_flag(cli_env_real):
         main, ["ask", "gradient checkpointing oom lora", "--versions", "transformers==4.46.3", "--json"]
     )
     d = json.loads(r.output)
-    assert d["schema_version"] == "1.2" and d["versions"][0]["release"] == "4.46.3"
+    assert d["schema_version"] == SCHEMA_VERSION and d["versions"][0]["release"] == "4.46.3"
     bad = CliRunner().invoke(main, ["ask", "x", "--versions", "transformerz==4.46.3", "--json"])
     assert bad.exit_code == 2 and "transformerz" in json.loads(bad.output)["error"]
     lk = CliRunner().invoke(

@@ -80,14 +80,36 @@ def finding_blocks(findings: list[dict[str, Any]], lang: str) -> list[Block]:
 
 
 def memory_blocks(m: dict[str, Any], lang: str) -> list[Block]:
+    """The memory verdict, the terms alive at the peak (each with its formula and source), the phases, DeepSpeed's
+    estimator for reference, the cheapest changes."""
     lb = L(lang)
-    verdict = lb["fits"] if m["fits_gpu"] else lb["does_not_fit"]
+    v = m.get("gpu_verdict") or ("fits" if m["fits_gpu"] else "does not fit")
+    verdict = {"fits": lb["fits"], "does not fit": lb["does_not_fit"]}.get(
+        v, lb["tight"].format(reserved=m.get("reserved_gib") or 0)
+    )
+    phase = next((p["label"] for p in m.get("phases") or [] if p["phase"] == m.get("peak_phase")), "")
     head = (
         f"{lb['memory']} ({m['model']}, {m['gpus']} GPU): "
-        f"{lb['per_gpu_needed'].format(gib=m['gpu_needed_gib'], card=m['gpu_mem_gib'])}: {verdict}"
+        f"{lb['per_gpu_needed'].format(gib=m['gpu_needed_gib'], card=m['gpu_mem_gib'])}"
+        + (f", {lb['peak_in'].format(phase=phase)}" if phase else "")
+        + f": {verdict}"
     )
-    out = [Block("heading", head, "ok" if m["fits_gpu"] else "bad")]
-    out += [Block("item", f"{t['gib']:8.2f} GiB  {t['label']}", "dim", 1) for t in m["gpu"]]
+    tone = {"fits": "ok", "tight": "warn"}.get(v, "bad")
+    out = [Block("heading", head, tone)]
+    for t in m["gpu"]:
+        out.append(Block("item", f"{t['gib']:8.2f} GiB  {t['label']}", "dim", 1))
+        if t.get("formula"):
+            out.append(
+                Block(
+                    "text", f"= {t['formula']}  [{t['source']}]" if t.get("source") else f"= {t['formula']}", "dim", 2
+                )
+            )
+    if m.get("phases"):
+        out.append(
+            Block(
+                "text", f"{lb['phases']}: " + ", ".join(f"{p['label']} {p['gib']:.1f}" for p in m["phases"]), "dim", 1
+            )
+        )
     if m["host"]:
         out.append(Block("text", lb["host"].format(gib=m["host_total_gib"]), "", 1))
     if m.get("deepspeed_estimator_gib") is not None:

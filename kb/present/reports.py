@@ -55,42 +55,65 @@ def factcheck(name: str, names: list[dict[str, Any]], note: str | None = None, l
 # ---------------------------------------------------------------- kb mem
 
 
-def memory(e: dict[str, Any]) -> str:
+def memory(e: dict[str, Any], explain: bool = False) -> str:
+    """``kb mem``: the terms alive at the peak phase, the phase totals, the verdicts, DeepSpeed's estimator for
+    reference, notes and the cheapest changes. ``explain``: every term of every phase with its formula and source."""
     s = e["setup"]
     what = s["shape"] or f"{e['params'] / 1e9:.2f}B params"
-    mode = (
-        (f"LoRA r={s['lora_rank']}" + (" (QLoRA)" if s["qlora"] else ""))
-        if (s["lora_rank"] or s["qlora"])
-        else f"ZeRO-{s['stage']}, offload {s['offload']}"
-    )
+    mode = f"ZeRO-{s['stage']}, offload {s['offload']}"
+    if s["lora_rank"] or s["qlora"]:
+        mode = f"LoRA r={s['lora_rank'] or 16}" + (" (QLoRA)" if s["qlora"] else "") + f", {mode}"
     out = [
         f"{what}: {e['params']:,} parameters ({e['trainable_params']:,} trainable), {mode}, "
         f"{s['gpus']} GPU(s) x {s['nodes']} node(s), {s['precision']}, seq {s['seq']}, micro-batch "
-        f"{s['micro_batch']}, activation checkpointing {'on' if s['activation_checkpointing'] else 'off'}",
-        "Per GPU",
+        f"{s['micro_batch']}, activation checkpointing {'on' if s['activation_checkpointing'] else 'off'}, "
+        f"optimizer {s.get('optimizer', 'torch')}" + (", expandable_segments" if s.get("expandable_segments") else ""),
     ]
-    out += [f"  {v:9.2f} GiB  {k}" for k, v in e["gpu"].items()]
-    out.append(f"  {e['gpu_total_gib']:9.2f} GiB  estimated peak allocated (torch.cuda.max_memory_allocated)")
+    terms = e.get("terms") or []
+    if explain:
+        out.append("Per GPU, every term (bytes = formula; source) and the phases it is alive in")
+        for t in terms:
+            out.append(f"  {t['gib']:9.2f} GiB  {t['label']}  [{', '.join(t['phases'])}]")
+            out.append(f"               = {t['formula']}")
+            out.append(f"               source: {t['source']}")
+    else:
+        out.append(f"Per GPU, at the peak ({e.get('peak_phase') or '-'})")
+        out += [f"  {v:9.2f} GiB  {k}" for k, v in e["gpu"].items()]
+    if e.get("phases"):
+        out.append("  by phase: " + ", ".join(f"{p['phase']} {p['gib']:.2f}" for p in e["phases"]))
     out.append(
-        f"  {e['gpu_needed_gib']:9.2f} GiB  with 10% allocator fragmentation + 1 GiB CUDA context, vs "
-        f"{s['gpu_mem_gib']:g} GiB: {'fits' if e['fits_gpu'] else 'DOES NOT FIT'}"
+        f"  {e['gpu_total_gib']:9.2f} GiB  estimated peak allocated (torch.cuda.max_memory_allocated), in "
+        f"{e.get('peak_phase') or '-'}"
+    )
+    verdict = {"fits": "fits", "tight": "TIGHT (fits by allocation only)", "does not fit": "DOES NOT FIT"}[
+        e.get("gpu_verdict") or ("fits" if e["fits_gpu"] else "does not fit")
+    ]
+    out.append(
+        f"  {e['gpu_needed_gib']:9.2f} GiB  with 1 GiB CUDA context, vs {s['gpu_mem_gib']:g} GiB: {verdict}; "
+        f"expected peak reserved ~{e.get('reserved_gib', 0):.1f} GiB"
     )
     if e["host"]:
         out.append("Per node (host RAM)")
-        out += [f"  {v:9.2f} GiB  {k}" for k, v in e["host"].items()]
-        verdict = ""
+        if explain:
+            for t in e.get("host_terms") or []:
+                out.append(f"  {t['gib']:9.2f} GiB  {t['label']}")
+                out.append(f"               = {t['formula']}")
+                out.append(f"               source: {t['source']}")
+        else:
+            out += [f"  {v:9.2f} GiB  {k}" for k, v in e["host"].items()]
+        hv = ""
         if s["cpu_mem_gib"] is not None:
-            verdict = f" vs {s['cpu_mem_gib']:g} GiB: " + {
+            hv = f" vs {s['cpu_mem_gib']:g} GiB: " + {
                 "fits": "fits",
-                "tight": f"TIGHT ({e['host_min_gib']:.0f} GiB without the 1.5x buffer)",
+                "tight": "TIGHT",
                 "does not fit": "DOES NOT FIT",
             }.get(e["host_verdict"], e["host_verdict"])
-        out.append(f"  {e['host_total_gib']:9.2f} GiB  total{verdict}")
+        out.append(f"  {e['host_total_gib']:9.2f} GiB  total{hv}")
     d = e.get("deepspeed_estimator")
     if d:
         out.append(
-            f"DeepSpeed's {d['function']}: {d['gpu_gib']:.2f} GiB per GPU, {d['cpu_gib']:.2f} GiB per node "
-            "(model states only; it prints GiB labelled GB)"
+            f"DeepSpeed's estimator says: {d['gpu_gib']:.2f} GiB per GPU, {d['cpu_gib']:.2f} GiB per node "
+            f"({d['function']}: model states only, with its 1.5x host buffer; it prints GiB labelled GB)"
         )
     out += [f"note: {n}" for n in e["notes"]]
     if e["changes"]:
@@ -99,6 +122,8 @@ def memory(e: dict[str, Any]) -> str:
             f"  {i}. {c['change']}: {c['gpu_needed_gib']:.1f} GiB per GPU, host {c['host_total_gib']:.1f} GiB ({c['cost']})"
             for i, c in enumerate(e["changes"], 1)
         ]
+    if not explain:
+        out.append("(kb mem --explain: every term with its formula and source)")
     return _lines(*out)
 
 
