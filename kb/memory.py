@@ -533,6 +533,19 @@ def _b(x: float) -> str:
     return f"{x:g}"
 
 
+def _zero3_bucket(a: _Acc) -> None:
+    """ZeRO-3's gradient bucket: reduce_bucket_size elements whatever the model size (stage3.py:779-784)."""
+    bucket = registry_default("zero_optimization.reduce_bucket_size")
+    a.g(
+        "ipg_bucket",
+        f"ZeRO-3 gradient bucket (reduce_bucket_size {_elements(bucket)})",
+        f"ZeRO-3 梯度桶（reduce_bucket_size {_elements(bucket)}）",
+        2 * bucket,
+        f"2 x {bucket:,}",
+        "zero3_ipg",
+    )
+
+
 def _gpu_terms(s: Setup, a: _Acc, P: int, T: int) -> None:
     """Everything on one GPU, by phase. P: parameters, T: trainable ones (P for a full fine-tune)."""
     W, sh = s.world, s.shape
@@ -594,15 +607,7 @@ def _gpu_terms(s: Setup, a: _Acc, P: int, T: int) -> None:
             "adam",
         )
         if s.stage == 3:
-            bucket = registry_default("zero_optimization.reduce_bucket_size")
-            a.g(
-                "ipg_bucket",
-                f"ZeRO-3 gradient bucket (reduce_bucket_size {_elements(bucket)})",
-                f"ZeRO-3 梯度桶（reduce_bucket_size {_elements(bucket)}）",
-                2 * bucket,
-                f"2 x {bucket:,}",
-                "zero3_ipg",
-            )
+            _zero3_bucket(a)
         fp32 = 4 * T / max(W, 1)
         a.g(
             "step_fp32_grad",
@@ -622,15 +627,7 @@ def _gpu_terms(s: Setup, a: _Acc, P: int, T: int) -> None:
             f"2 x {P:,}{w}",
             "zero3_param",
         )
-        bucket = registry_default("zero_optimization.reduce_bucket_size")
-        a.g(
-            "ipg_bucket",
-            f"ZeRO-3 gradient bucket (reduce_bucket_size {_elements(bucket)})",
-            f"ZeRO-3 梯度桶（reduce_bucket_size {_elements(bucket)}）",
-            2 * bucket,
-            f"2 x {bucket:,}",
-            "zero3_ipg",
-        )
+        _zero3_bucket(a)
         if not off_opt:
             a.g(
                 "grads16",
