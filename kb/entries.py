@@ -18,7 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from kb.lang import CJK_WIDE, HAS_CJK
 
-AREAS = ("oom", "loading", "offload", "checkpoint", "precision", "config", "hang", "lora", "launch", "diagnose")
+AREAS = (
+    "oom", "loading", "offload", "checkpoint", "precision", "config", "hang", "lora", "launch", "diagnose",
+    "parallelism", "kernels", "rlhf", "frontends", "build",
+)  # fmt: skip
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 CJK_RE = HAS_CJK
 # YAML folding (">-") joins lines with a space; between two CJK characters that space is an artifact
