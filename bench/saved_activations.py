@@ -31,13 +31,13 @@ SHAPES = [
 ]
 
 
-def _build(shape: ModelShape, layers: int, mode: str, ckpt: bool):
+def _build(shape: ModelShape, layers: int, mode: str, ckpt: bool, attn: str = "sdpa"):
     import torch
     import transformers
 
     cfg = transformers.LlamaConfig(
         **{**shape.hf_config_fields(), "num_hidden_layers": layers},
-        attn_implementation="sdpa",
+        attn_implementation=attn,
         use_cache=False,
         max_position_embeddings=4096,
     )
@@ -83,11 +83,18 @@ def saved_bytes(model, vocab: int, tokens: int) -> int:
     return sum(v for k, v in seen.items() if k not in params)
 
 
-def per_layer(shape: ModelShape, mode: str, ckpt: bool, tokens: int = 512) -> float:
+def per_layer(shape: ModelShape, mode: str, ckpt: bool, tokens: int = 512, attn: str = "sdpa") -> float:
     """Bytes per token one decoder layer keeps for backward (measured: 4 layers minus 2 layers, halved)."""
-    two = saved_bytes(_build(shape, 2, mode, ckpt), shape.vocab, tokens)
-    four = saved_bytes(_build(shape, 4, mode, ckpt), shape.vocab, tokens)
+    two = saved_bytes(_build(shape, 2, mode, ckpt, attn), shape.vocab, tokens)
+    four = saved_bytes(_build(shape, 4, mode, ckpt, attn), shape.vocab, tokens)
     return (four - two) / 2 / tokens
+
+
+def eager_extra(shape: ModelShape, tokens: int = 512) -> float:
+    """What eager attention keeps per layer beyond SDPA, in units of a·s² (heads x tokens²): kb.memory counts 6
+    (the fp32 softmax output and its 16-bit copy)."""
+    extra = (per_layer(shape, "full", False, tokens, "eager") - per_layer(shape, "full", False, tokens)) * tokens
+    return extra / (shape.heads * tokens * tokens)
 
 
 def main() -> None:
@@ -109,6 +116,9 @@ def main() -> None:
                 print(
                     f"| {s.name} | {mode} | {'yes' if ckpt else 'no'} | {m:,.0f} | {kb:,.0f} | {100 * (kb - m) / m:+.1f}% |"
                 )
+        print(
+            f"\n{s.name}: eager attention keeps {eager_extra(s, args.tokens):.2f} x a·s² bytes per layer more than SDPA"
+        )
         if bf16:
             fp32 = per_layer(s, "lora-fp32", False, args.tokens)
             print(f"\n{s.name}: fp32 adapters add {fp32 - bf16:,.0f} bytes/token/layer = "

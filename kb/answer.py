@@ -21,7 +21,9 @@ from kb.configs import (
     QueryFacts,
     QueryHints,
     facts_from_config,
+    facts_from_query,
     hints_from_query,
+    merge_facts,
     micro_batch,
     optimizer_kind,
     parse_config,
@@ -142,7 +144,9 @@ class Engine:
         name_notes, resolved = self._name_notes(query, lang, view)
         notes.extend(name_notes)
         n = len(self.index.entries) if pinned else max(k, MAX_CLOSEST)
-        hits = self.retriever.search(query, k=n, facts=facts, query_params=resolved, boosts=boosts)
+        stated = facts_from_query(query)  # "zero3", "fp16", "lora": demotes entries it contradicts
+        rank_facts = merge_facts(facts, stated)
+        hits = self.retriever.search(query, k=n, facts=facts, query_params=resolved, boosts=boosts, stated=stated)
         if ps:
             hits = self._demote(hits, ps)
         answered = bool(hits) and (hits[0].score >= ANSWER_THRESHOLD or bool(pinned))
@@ -173,7 +177,7 @@ class Engine:
             findings=findings,
             notes=notes,
             message=None if answered else t(lang, "no_answer"),
-            config_facts=facts.as_dict() if facts is not None else None,
+            config_facts=rank_facts.as_dict() if rank_facts is not None else None,
             memory=memory,
             versions=[C.VersionUsed(p.package, p.version, p.release, p.source, p.exact) for p in ps],
             front_end=front,

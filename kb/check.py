@@ -881,6 +881,9 @@ def _means(sn: ShownName, rec: dict[str, Any]) -> bool:
     n = sn.name.lstrip("-.")
     path = rec["path"]
     if sn.how in ("json", "yaml"):
+        if n in FREE_FORM:  # optimizer.params: the free-form block of its section, linked by the section's records
+            parent = n.rsplit(".", 1)[0]
+            return path == parent or path.startswith(parent + ".")
         return path == n or path.endswith("." + n) or (sn.section and path.startswith(n + "."))
     if "." in n:
         tail = n.split(".", 1)[1]

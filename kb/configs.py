@@ -22,12 +22,16 @@ LAUNCHERS = ("deepspeed", "accelerate", "torchrun", "python", "python3")
 
 @dataclass
 class QueryFacts:
-    """What the ranking may use about the user's setup (from --config): stage, offload devices, precision."""
+    """What the ranking may use about the user's setup: stage, offload devices, precision, fine-tuning method.
+
+    From the attached config (``facts_from_config``) and from what the question itself states
+    (``facts_from_query``); the config wins where both say something (``merge_facts``)."""
 
     zero_stage: int | None = None
     offload_optimizer: str | None = None
     offload_param: str | None = None
     precision: str | None = None
+    method: str | None = None  # full | lora | qlora
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -387,8 +391,76 @@ def deepspeed_block(cfg: ParsedConfig) -> tuple[dict[str, Any] | None, str]:
     return None, ""
 
 
+_Q_STAGE = re.compile(
+    r"(?<![A-Za-z0-9])(?:zero|z)[\s_-]?(?:stage[\s_-]?)?([0-3])(?![0-9])|(?<![A-Za-z0-9])stage[\s_-]?([0-3])(?![0-9])",
+    re.I,
+)
+_Q_FP16 = re.compile(r"(?<![A-Za-z0-9])(?:fp16|float16)(?![A-Za-z0-9])", re.I)
+_Q_BF16 = re.compile(r"(?<![A-Za-z0-9])(?:bf16|bfloat16)(?![A-Za-z0-9])", re.I)
+_Q_QLORA = re.compile(
+    r"(?<![A-Za-z0-9])(?:qlora|4[\s-]?bit|nf4|load_in_4bit|quantization_bit)(?![A-Za-z0-9])|4\s*位量化", re.I
+)
+_Q_LORA = re.compile(r"(?<![A-Za-z0-9])lora(?![A-Za-z0-9])", re.I)
+_Q_FULL = re.compile(r"full[\s-]?(?:parameter[\s-]?)?fine[\s-]?tun|全参|全量", re.I)
+
+
+def facts_from_query(query: str) -> QueryFacts:
+    """What the question states about the setup, when it states one value only: "zero3", "stage 2"; "fp16" or
+    "bf16"; "qlora" / "4bit", "lora", "full fine-tune" / "全参". Two stages or both precisions named (a comparison)
+    leave the fact unknown."""
+    f = QueryFacts()
+    stages = {int(a or b) for a, b in _Q_STAGE.findall(query)}
+    if len(stages) == 1:
+        f.zero_stage = stages.pop()
+    fp16, bf16 = bool(_Q_FP16.search(query)), bool(_Q_BF16.search(query))
+    if fp16 != bf16:
+        f.precision = "fp16" if fp16 else "bf16"
+    if _Q_QLORA.search(query):
+        f.method = "qlora"
+    elif _Q_LORA.search(query):
+        f.method = "lora"
+    elif _Q_FULL.search(query):
+        f.method = "full"
+    return f
+
+
+def merge_facts(config: QueryFacts | None, query: QueryFacts) -> QueryFacts | None:
+    """The config's facts, with what the question states filling the gaps; None when neither says anything."""
+    out = QueryFacts(**(config.__dict__ if config is not None else {}))
+    for k, v in query.__dict__.items():
+        if getattr(out, k) is None and v is not None:
+            setattr(out, k, v)
+    return out if out.as_dict() else None
+
+
+_DS_FILE_STAGE = re.compile(r"(?:^|[/_.-])z(?:ero)?[_-]?([0-3])(?=[_.-]|$)", re.I)
+
+
+def _training_args_facts(args: dict[str, Any], f: QueryFacts) -> None:
+    """TrainingArguments / LLaMA-Factory YAML: precision flags, the method (finetuning_type, quantization_bit),
+    and, when ``deepspeed`` is a file path, the stage and offload its name states (LLaMA-Factory ships
+    ds_z0..ds_z3_config.json and ds_z2/ds_z3_offload_config.json)."""
+    if f.precision is None:
+        f.precision = "bf16" if args.get("bf16") is True else "fp16" if args.get("fp16") is True else None
+    ft = str(args.get("finetuning_type") or "").lower()
+    if args.get("quantization_bit") in (4, 8, "4", "8") and ft in ("", "lora"):
+        f.method = "qlora"
+    elif ft == "lora":
+        f.method = "lora"
+    elif ft in ("full", "freeze"):
+        f.method = "full"
+    ds = args.get("deepspeed")
+    if isinstance(ds, str) and f.zero_stage is None:
+        name = ds.replace("\\", "/").rsplit("/", 1)[-1]
+        m = _DS_FILE_STAGE.search(name)
+        if m:
+            f.zero_stage = int(m.group(1))
+            if "offload" in name.lower():
+                f.offload_optimizer = f.offload_optimizer or "cpu"
+
+
 def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
-    """ZeRO stage, offload devices and precision, from whichever front end the config is written for."""
+    """ZeRO stage, offload devices, precision and method, from whichever front end the config is written for."""
     f = QueryFacts()
     if cfg.kind == "accelerate":
         ds = cfg.data.get("deepspeed_config") or {}
@@ -401,6 +473,8 @@ def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
         return f
     d, _ = deepspeed_block(cfg)
     if d is None:
+        if cfg.kind == "training_args":
+            _training_args_facts(cfg.data, f)
         return f
     z = d.get("zero_optimization")
     if isinstance(z, dict):
@@ -415,12 +489,13 @@ def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
     elif isinstance(fp, dict) and fp.get("enabled") is True:
         f.precision = "fp16"
     elif cfg.kind == "training_args":
-        args = cfg.data
-        f.precision = "bf16" if args.get("bf16") is True else "fp16" if args.get("fp16") is True else None
+        pass  # the TrainingArguments flags, below
     elif not (isinstance(bf, dict) and bf.get("enabled") == "auto") and not (
         isinstance(fp, dict) and fp.get("enabled") == "auto"
     ):
         f.precision = "fp32"
+    if cfg.kind == "training_args":
+        _training_args_facts(cfg.data, f)
     return f
 
 

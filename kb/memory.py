@@ -375,6 +375,9 @@ def _lora_trainable(shape: ModelShape, rank: int) -> int:
     return shape.layers * per_layer
 
 
+EAGER_SCORE_BYTES = 6  # per attention score kept by eager attention: fp32 softmax output + its 16-bit copy
+
+
 def layer_activation_bytes(sh: ModelShape, n: int, b: int, flash: bool = True) -> float:
     """Bytes one Llama-family decoder layer keeps for backward (16-bit training, HF implementation).
 
@@ -383,11 +386,12 @@ def layer_activation_bytes(sh: ModelShape, n: int, b: int, flash: bool = True) -
     q after RoPE (2h), k and v (4*kv); the attention output and its contiguous copy for o_proj (4h);
     the MLP input (2h); gate, up, SiLU(gate) and their product (4 x 2i). That is 22h + 4kv + 8i
     bytes, the counterpart for this layer type of Korthikanti et al.'s 34h for a GPT layer (same
-    method, eq. 1). Eager attention also keeps the scores and softmax (their 5*a*s per token).
+    method, eq. 1). Eager attention also keeps the fp32 softmax output and its 16-bit copy: 6*a*s per token
+    (Korthikanti's GPT layer has 5*a*s; measured 5.99 (MHA) and 6.37 (GQA) on transformers 5.24, bench/saved_activations.py).
     MoE layers run 2 experts per token (top-2), so the MLP term counts twice.
     """
     per_token = 22 * sh.hidden + 4 * sh.kv_dim + 8 * sh.intermediate * max(1, min(sh.experts, 2))
-    extra = 0 if flash else 5 * sh.heads * n * n * b
+    extra = 0 if flash else EAGER_SCORE_BYTES * sh.heads * n * n * b
     return float(n * b * per_token + extra)
 
 

@@ -36,6 +36,9 @@ PARAM_BONUS = 0.12
 TITLE_NAME_BONUS = 0.08  # ... and more when the entry is about that name (it is in the title)
 DENSE_SECOND_WEIGHT = 0.3  # entry dense = 0.7 * best unit + 0.3 * second best: several phrasings agreeing
 CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15
+# facts the question states that also boost matching entries (not only demote contradicted ones): the precision
+# and the method define the failure ("fp16 loss scale", "lora ..."); a ZeRO stage is usually context ("with zero3")
+STATED_BOOST_KEYS: tuple[str, ...] = ("precision", "method")
 ANSWER_THRESHOLD = 0.44
 NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, no registry name)
 CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
@@ -123,8 +126,10 @@ class Retriever:
         facts: QueryFacts | None = None,
         query_params: list[str] | None = None,
         boosts: dict[str, float] | None = None,
+        stated: QueryFacts | None = None,
     ) -> list[Hit]:
-        """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query."""
+        """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query; ``facts``
+        come from the user's config, ``stated`` from the question (kb.configs.facts_from_query)."""
         idx = self.idx
         hits: dict[str, Hit] = {}
 
@@ -195,10 +200,10 @@ class Retriever:
                 h.coverage = float(cov[self._entry_pos[eid]])
                 h.condition += bonus
                 h.condition_notes.append(("why.finding", {}))
-        # config conditions
-        if facts is not None:
+        # config conditions, and what the question states
+        if facts is not None or stated is not None:
             for eid, h in hits.items():
-                self._apply_conditions(h, idx.entries[eid].get("conditions"), facts)
+                self._apply_conditions(h, idx.entries[eid].get("conditions"), facts, stated)
 
         cal = self.embedder.calibration  # cosine range -> dense' 0..1 per query language, the embedder's own
         lo, hi = cal.get(detect_lang(query)) or cal["en"]
@@ -227,16 +232,21 @@ class Retriever:
             h.matched_terms = [t for t, ents in matched if ents[min(np.searchsorted(ents, ei), len(ents) - 1)] == ei]
         return ranked
 
-    def _apply_conditions(self, h: Hit, cond: dict | None, facts: QueryFacts) -> None:
+    def _apply_conditions(self, h: Hit, cond: dict | None, facts: QueryFacts | None, stated: QueryFacts | None) -> None:
+        """The config's facts boost entries whose conditions they satisfy and demote those they contradict. What the
+        question only states ("zero3", "fp16", "lora") demotes the entries it contradicts and boosts none: boosting
+        on stated facts too cost hit@3 on the entries' own queries (docs/retrieval.md)."""
         if not cond:
             return
-        for key, have in facts.as_dict().items():
+        have_cfg = facts.as_dict() if facts is not None else {}
+        for key, have in {**(stated.as_dict() if stated is not None else {}), **have_cfg}.items():
             want = cond.get(key)
             if not want:
                 continue
             if have in want:
-                h.condition += CONDITION_BOOST
-                h.condition_notes.append(("why.cond_match", {"key": key, "have": have}))
+                if key in have_cfg or key in STATED_BOOST_KEYS:
+                    h.condition += CONDITION_BOOST
+                    h.condition_notes.append(("why.cond_match", {"key": key, "have": have}))
             else:
                 h.condition -= CONDITION_PENALTY
                 h.condition_notes.append(

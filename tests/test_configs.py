@@ -50,10 +50,14 @@ def test_nesting_inside_strings_does_not_count():
 def test_deepspeed_block_for_every_front_end():
     ds = parse_config('{"zero_optimization": {"stage": 3}, "bf16": {"enabled": true}}')
     assert deepspeed_block(ds) == (ds.data, "")
-    ta = parse_config("output_dir: out\nper_device_train_batch_size: 4\ndeepspeed:\n  zero_optimization:\n    stage: 2\n")
+    ta = parse_config(
+        "output_dir: out\nper_device_train_batch_size: 4\ndeepspeed:\n  zero_optimization:\n    stage: 2\n"
+    )
     assert deepspeed_block(ta) == ({"zero_optimization": {"stage": 2}}, "deepspeed.")
     assert micro_batch(ta) == 4  # from the TrainingArguments field when the block does not say
-    acc = parse_config("compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  zero_stage: 3\n  offload_optimizer_device: cpu\n")
+    acc = parse_config(
+        "compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  zero_stage: 3\n  offload_optimizer_device: cpu\n"
+    )
     assert deepspeed_block(acc) == (None, "")
     assert facts_from_config(acc).as_dict() == {"zero_stage": 3, "offload_optimizer": "cpu"}
     path_only = parse_config("output_dir: out\ndeepspeed: ds_config.json\n")
@@ -92,3 +96,60 @@ def test_fuzz_decode_bytes_decodes_or_refuses(data):
         assert "offset" in str(e)
     else:
         assert isinstance(text, str)
+
+
+# ---------------------------------------------------------------- facts the question states, facts of a front end
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("fp16 training loss becomes nan, loss scale keeps dropping", {"precision": "fp16"}),
+        ("bf16 和 fp16 哪个更稳", {}),  # a comparison: both named, no fact
+        ("zero3 单卡 OOM", {"zero_stage": 3}),
+        ("switching from ZeRO-2 to zero stage 3 made it slower", {}),  # two stages: a comparison
+        ("qlora 4bit with deepspeed zero2", {"method": "qlora", "zero_stage": 2}),
+        ("lora 训练 loss 不降", {"method": "lora"}),
+        ("7b 全参微调 爆显存", {"method": "full"}),
+        ("my dataset has 3 stages of curriculum", {}),
+    ],
+)
+def test_facts_from_query(query, expected):
+    from kb.configs import facts_from_query
+
+    assert facts_from_query(query).as_dict() == expected
+
+
+def test_llamafactory_yaml_facts_from_its_file_names():
+    from kb.configs import facts_from_config, facts_from_query, merge_facts
+
+    text = (
+        "model_name_or_path: meta-llama/Llama-2-7b-hf\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
+        "deepspeed: examples/deepspeed/ds_z3_offload_config.json\nbf16: true\ncutoff_len: 2048\n"
+    )
+    f = facts_from_config(parse_config(text, "train.yaml"))
+    assert f.as_dict() == {"zero_stage": 3, "offload_optimizer": "cpu", "precision": "bf16", "method": "lora"}
+    q = parse_config("quantization_bit: 4\nfinetuning_type: lora\nstage: sft\ndo_train: true\n", "q.yaml")
+    assert facts_from_config(q).method == "qlora"
+    merged = merge_facts(f, facts_from_query("fp16 zero2 nan"))
+    assert merged.zero_stage == 3 and merged.precision == "bf16"  # the config wins over what the text says
+
+
+def test_stated_facts_demote_contradicted_entries_and_boost_only_precision_and_method():
+    from kb.configs import QueryFacts
+    from kb.retrieve import Hit, Retriever
+
+    r = Retriever.__new__(Retriever)
+    stated = QueryFacts(zero_stage=3, precision="fp16")
+    h = Hit("x")
+    r._apply_conditions(h, {"precision": ["bf16"]}, None, stated)
+    assert h.condition < 0
+    h = Hit("y")
+    r._apply_conditions(h, {"zero_stage": [3]}, None, stated)
+    assert h.condition == 0  # a stage said in passing boosts nothing
+    h = Hit("z")
+    r._apply_conditions(h, {"precision": ["fp16"]}, None, stated)
+    assert h.condition > 0
+    h = Hit("c")
+    r._apply_conditions(h, {"zero_stage": [3]}, QueryFacts(zero_stage=3), None)
+    assert h.condition > 0  # the config's facts boost
