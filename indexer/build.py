@@ -15,11 +15,9 @@ The entries' ``queries`` / ``not_queries`` are retrieval tests and are never ind
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata as md
 import json
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -30,52 +28,10 @@ import numpy as np
 
 from kb.entries import Entry, entry_files, load_entry_errors
 from kb.index import entries_fingerprint
-from kb.paths import data_dir, entries_dir, index_dir, registry_dir
+from kb.paths import entries_dir, index_dir, registry_dir
+from kb.units import Unit, entry_hash, entry_units, load_vector_cache, signature_text, vector_cache_path  # noqa: F401
 
 INDEX_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class Unit:
-    entry_id: str
-    kind: str  # title | summary | symptom | signature | fix | myth | params
-    lang: str  # en | zh | any
-    text: str
-    dense: bool = True  # embedded as well as indexed lexically
-
-    @property
-    def hash(self) -> str:
-        return hashlib.sha1(f"{self.kind}\0{self.lang}\0{self.text}".encode()).hexdigest()[:16]
-
-
-def signature_text(pattern: str) -> str:
-    """A regex signature as plain words (for embedding / BM25): drop escapes and regex syntax."""
-    s = re.sub(r"\\([^\w\s])", r"\1", pattern)
-    s = re.sub(r"\(\?:|\(\?i\)|[\^$()|?*+\[\]{}]|\\[dswbDSWB]", " ", s)
-    return re.sub(r"\s+", " ", s).strip()
-
-
-def entry_units(e: Entry) -> list[Unit]:
-    u: list[Unit] = []
-    for lang in ("en", "zh"):
-        u.append(Unit(e.id, "title", lang, e.title.get(lang)))
-        u.append(Unit(e.id, "summary", lang, e.summary.get(lang)))
-        u.extend(Unit(e.id, "symptom", lang, s) for s in getattr(e.symptoms, lang))
-        u.extend(Unit(e.id, "fix", lang, f.title.get(lang)) for f in e.fixes)
-        u.extend(Unit(e.id, "myth", lang, m.claim.get(lang)) for m in e.myths)
-    u.extend(Unit(e.id, "signature", "any", signature_text(s.pattern)) for s in e.signatures)
-    names = [rid.split(":", 1)[1].split("/")[-1] for rid in e.all_params()]
-    names += [n.name for m in e.myths for n in m.names]
-    if names:
-        u.append(Unit(e.id, "params", "any", " ".join(dict.fromkeys(names)), dense=False))
-    return u
-
-
-def entry_hash(units: list[Unit]) -> str:
-    h = hashlib.sha1()
-    for x in units:
-        h.update(x.hash.encode())
-    return h.hexdigest()[:16]
 
 
 def _versions() -> dict[str, str]:
@@ -115,13 +71,14 @@ def build_index(
     embedder_spec: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     embedder=None,
-    save_vectors: bool = False,
+    save_vectors: bool | None = False,
 ) -> BuildReport:
     """Build (or incrementally rebuild) the index. Only units whose text changed are re-embedded.
 
     Vectors are reused by unit content hash from the previous build and from the shipped vector cache
     (data/embeddings/<embedder>.npz), so a fresh clone's first build embeds nothing that is already known.
-    ``save_vectors`` rewrites that cache with exactly the current units' vectors."""
+    ``save_vectors`` rewrites that cache with exactly the current units' vectors (when they differ); None (what
+    ``kb build`` passes): rewrite it when building the shipped entries with an embedder that has a shipped cache."""
     import bm25s
     import faiss
 
@@ -223,7 +180,9 @@ def build_index(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _prune(builds, keep=build_id)
-    if save_vectors:
+    if save_vectors is None:  # kb build: keep the shipped cache in step when building the shipped entries
+        save_vectors = root.resolve() == entries_dir().resolve() and vector_cache_path(embedder.id).is_file()
+    if save_vectors and set(load_vector_cache(embedder.id)) != {u.hash for u in dense_units}:
         save_vector_cache(embedder.id, [u.hash for u in dense_units], vectors)
     return BuildReport(
         path=str(out / "current"),
@@ -236,22 +195,6 @@ def build_index(
         embedder=embedder.id,
         skipped=skipped,
     )
-
-
-def vector_cache_path(embedder_id: str) -> Path:
-    """data/embeddings/<embedder id>.npz: the vectors of the shipped entries' units, keyed by content hash."""
-    return data_dir() / "embeddings" / (re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id) + ".npz")
-
-
-def load_vector_cache(embedder_id: str) -> dict[str, np.ndarray]:
-    path = vector_cache_path(embedder_id)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if str(z["embedder"]) != embedder_id:
-                return {}
-            return {h: v for h, v in zip(z["hashes"].tolist(), z["vectors"], strict=True)}
-    except (OSError, KeyError, ValueError):
-        return {}  # no cache (or an unreadable one): everything is embedded, nothing breaks
 
 
 def save_vector_cache(embedder_id: str, hashes: list[str], vectors: np.ndarray) -> Path:

@@ -271,12 +271,13 @@ def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> No
     help="Index folder (default: index/ or $KB_INDEX).",
 )
 @click.option(
-    "--save-vectors",
-    is_flag=True,
-    help="Also rewrite data/embeddings/<embedder>.npz (the vectors shipped with the entries; commit it with them).",
+    "--save-vectors/--no-save-vectors",
+    default=None,
+    help="Rewrite data/embeddings/<embedder>.npz (the vectors shipped with the entries; commit it with them). "
+    "Default: when building data/entries with an embedder that has a shipped cache, and the units changed.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
-def build(embedder: str | None, full: bool, index_path: Path | None, save_vectors: bool, as_json: bool) -> None:
+def build(embedder: str | None, full: bool, index_path: Path | None, save_vectors: bool | None, as_json: bool) -> None:
     """Build or incrementally update the retrieval index (FAISS + BM25) from data/entries."""
     import shutil
     from dataclasses import asdict
