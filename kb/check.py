@@ -1261,5 +1261,61 @@ def checks_markdown() -> str:
     return "\n".join(rows)
 
 
+@check(
+    "CHK012",
+    "vector-cache",
+    "a unit of the entry (title, summary, symptom, fix title, myth, signature) whose vector the shipped cache "
+    "`data/embeddings/<embedder>.npz` lacks; when the shipped entries are checked, also vectors no unit uses. "
+    "`kb build --save-vectors` rewrites the cache",
+    scope="corpus",
+    bad=[
+        EntryCase(
+            "a symptom the cache has no vector for",
+            edits=(
+                (
+                    "    - zero3 does not reduce GPU memory at all on one GPU\n",
+                    "    - zero3 does not reduce GPU memory at all on one GPU, even with a tiny model\n",
+                ),
+            ),
+        )
+    ],
+    ok=[EntryCase("the entry as shipped")],
+)
+def chk012(loaded: list[LoadedEntry]) -> Iterable[Problem]:
+    from kb.paths import entries_dir
+    from kb.units import entry_units, shipped_caches
+
+    caches = shipped_caches()
+    used: set[str] = set()
+    for le in loaded:
+        if le.entry.withdrawn is not None:  # not indexed, so not in the cache
+            continue
+        units = [u for u in entry_units(le.entry) if u.dense]
+        used |= {u.hash for u in units}
+        for emb, cache in caches.items():
+            missing = [u for u in units if u.hash not in cache]
+            if missing:
+                kinds = ", ".join(sorted({u.kind for u in missing}))
+                yield _p(
+                    "CHK012",
+                    le,
+                    ("id",),
+                    f"{len(missing)} unit(s) ({kinds}) have no vector in the shipped cache for {emb}: run "
+                    "`kb build --save-vectors` and commit data/embeddings/",
+                )
+    shipped = entries_dir().resolve()
+    if loaded and all(le.path.resolve().parent == shipped for le in loaded):
+        for emb, cache in caches.items():
+            stale = len(set(cache) - used)
+            if stale:
+                yield Problem(
+                    "CHK012",
+                    str(shipped.parent / "embeddings"),
+                    None,
+                    "vectors",
+                    f"the cache for {emb} holds {stale} vector(s) no shipped unit uses: run `kb build --save-vectors`",
+                )
+
+
 if __name__ == "__main__":
     print(checks_markdown())

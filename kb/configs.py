@@ -32,6 +32,8 @@ class QueryFacts:
     offload_param: str | None = None
     precision: str | None = None
     method: str | None = None  # full | lora | qlora
+    when: str | None = None  # start | later | eval | save: the phase the failure happens in (stated by the question)
+    evaluates: bool | None = None  # does the run evaluate (a TrainingArguments / LLaMA-Factory file says)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -402,13 +404,39 @@ _Q_QLORA = re.compile(
 )
 _Q_LORA = re.compile(r"(?<![A-Za-z0-9])lora(?![A-Za-z0-9])", re.I)
 _Q_FULL = re.compile(r"full[\s-]?(?:parameter[\s-]?)?fine[\s-]?tun|全参|全量", re.I)
+# when the failure happens: at the start (the first step), later (after many steps, growing), in evaluation, at a save
+_Q_WHEN = {
+    "start": re.compile(
+        r"(?<![A-Za-z])(?:(?:on|at|in) (?:the )?(?:very )?first (?:training )?(?:step|iteration|batch)|before (?:the )?first "
+        r"step|step 0\b)|第一步|第一个\s*(?:step|batch|iteration)|一开始就|刚开始就",
+        re.I,
+    ),
+    "later": re.compile(
+        r"(?<![A-Za-z])(?:after (?:\d+|a few|several|many) (?:steps|iterations|hours|epochs)|(?:grows?|increases?|creeps? up)"
+        r" (?:every|each|per) (?:step|iteration)|gradually)|跑了(?:几|\d+)|越来越|逐渐|慢慢涨",
+        re.I,
+    ),
+    "eval": re.compile(r"(?<![A-Za-z])(?:eval|evaluation|evaluate|evaluating)(?![A-Za-z])|评估|验证集", re.I),
+    "save": re.compile(
+        r"(?<![A-Za-z])(?:sav(?:e|es|ed|ing)(?: the)? (?:checkpoint|model)|save_steps)|保存|存\s*checkpoint", re.I
+    ),
+}
+
+
+# a line of a pasted error or log: what it says ("Partial offloading only supported for ZeRO Stage 3") is the
+# library's text, not the user's setup
+_LOG_LINE = re.compile(
+    r"Error\b|error for|Exception|Traceback|Assertion|Warning|WARNING|INFO|^\s+File |^\s*\[|^\s{2,}\S|\w+\.py\b"
+)
 
 
 def facts_from_query(query: str) -> QueryFacts:
     """What the question states about the setup, when it states one value only: "zero3", "stage 2"; "fp16" or
-    "bf16"; "qlora" / "4bit", "lora", "full fine-tune" / "全参". Two stages or both precisions named (a comparison)
-    leave the fact unknown."""
+    "bf16"; "qlora" / "4bit", "lora", "full fine-tune" / "全参"; when it fails: on the first step, after many steps,
+    in evaluation, while saving. Two values of a fact named (a comparison) leave it unknown; lines of a pasted error
+    or log are not read."""
     f = QueryFacts()
+    query = "\n".join(ln for ln in query.splitlines() if not _LOG_LINE.search(ln))  # the user's words, not a paste
     stages = {int(a or b) for a, b in _Q_STAGE.findall(query)}
     if len(stages) == 1:
         f.zero_stage = stages.pop()
@@ -421,6 +449,9 @@ def facts_from_query(query: str) -> QueryFacts:
         f.method = "lora"
     elif _Q_FULL.search(query):
         f.method = "full"
+    whens = [w for w, rx in _Q_WHEN.items() if rx.search(query)]
+    if len(whens) == 1:
+        f.when = whens[0]
     return f
 
 
@@ -449,6 +480,13 @@ def _training_args_facts(args: dict[str, Any], f: QueryFacts) -> None:
         f.method = "lora"
     elif ft in ("full", "freeze"):
         f.method = "full"
+    strategy = str(args.get("eval_strategy") or args.get("evaluation_strategy") or "no").lower()
+    f.evaluates = bool(
+        args.get("do_eval") is True
+        or strategy in ("steps", "epoch")
+        or (isinstance(args.get("val_size"), (int, float)) and args["val_size"] > 0)
+        or args.get("eval_dataset")
+    )
     ds = args.get("deepspeed")
     if isinstance(ds, str) and f.zero_stage is None:
         name = ds.replace("\\", "/").rsplit("/", 1)[-1]

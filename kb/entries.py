@@ -151,6 +151,7 @@ class Conditions(_Model):
     offload_param: list[Literal["none", "cpu", "nvme"]] | None = None
     precision: list[Literal["bf16", "fp16", "fp32"]] | None = None
     method: list[Literal["full", "lora", "qlora"]] | None = None  # the fine-tuning method the entry is about
+    when: list[Literal["start", "later", "eval", "save"]] | None = None  # the phase the failure happens in
 
 
 SIGNATURE_FLAGS = re.I | re.S  # the flags kb.retrieve compiles signatures with

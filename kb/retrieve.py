@@ -27,7 +27,7 @@ from kb.configs import QueryFacts
 from kb.i18n import t as _t
 from kb.index import Index
 from kb.lang import CJK, detect_lang
-from kb.text import DOMAIN_ANCHORS, normalize_traceback, tokenize
+from kb.text import DOMAIN_ANCHORS, OFF_TASK, TRAINING_ANCHORS, normalize_traceback, tokenize
 from kb.threads import faiss_query_threads
 
 W_DENSE, W_COVER, W_BM25 = 0.45, 0.35, 0.20
@@ -36,9 +36,6 @@ PARAM_BONUS = 0.12
 TITLE_NAME_BONUS = 0.08  # ... and more when the entry is about that name (it is in the title)
 DENSE_SECOND_WEIGHT = 0.3  # entry dense = 0.7 * best unit + 0.3 * second best: several phrasings agreeing
 CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15
-# facts the question states that also boost matching entries (not only demote contradicted ones): the precision
-# and the method define the failure ("fp16 loss scale", "lora ..."); a ZeRO stage is usually context ("with zero3")
-STATED_BOOST_KEYS: tuple[str, ...] = ("precision", "method")
 ANSWER_THRESHOLD = 0.44
 NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, no registry name)
 CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
@@ -212,6 +209,9 @@ class Retriever:
             or any(t in DOMAIN_ANCHORS for t in qtoks)
             or any(a in query for a in DOMAIN_ANCHORS if not a.isascii())
         )
+        factor = 1.0 if anchored else NO_ANCHOR_FACTOR
+        if _off_task(query, qtoks):  # serving a model, installing a driver: near the field, not kb's
+            factor *= NO_ANCHOR_FACTOR
         for h in hits.values():
             agg = (1 - DENSE_SECOND_WEIGHT) * h.dense + DENSE_SECOND_WEIGHT * (h.dense2 or min(h.dense, dense_floor))
             d = min(1.0, max(0.0, (agg - lo) / (hi - lo)))
@@ -224,8 +224,8 @@ class Retriever:
                 + h.condition
                 + (TITLE_NAME_BONUS if h.entry_id in title_named else 0.0)
             )
-            if not anchored and not h.signature:
-                h.score *= NO_ANCHOR_FACTOR
+            if not h.signature:
+                h.score *= factor
         ranked = sorted(hits.values(), key=lambda h: (-h.score, h.entry_id))[:k]
         for h in ranked:  # for the "why" of the results shown only
             ei = self._entry_pos[h.entry_id]
@@ -233,20 +233,25 @@ class Retriever:
         return ranked
 
     def _apply_conditions(self, h: Hit, cond: dict | None, facts: QueryFacts | None, stated: QueryFacts | None) -> None:
-        """The config's facts boost entries whose conditions they satisfy and demote those they contradict. What the
-        question only states ("zero3", "fp16", "lora") demotes the entries it contradicts and boosts none: boosting
-        on stated facts too cost hit@3 on the entries' own queries (docs/retrieval.md)."""
+        """The user's facts boost entries whose conditions they satisfy and demote those they contradict: the config's,
+        and what the question states ("zero3", "fp16", "lora", "on the first step") where the config says nothing."""
         if not cond:
             return
         have_cfg = facts.as_dict() if facts is not None else {}
-        for key, have in {**(stated.as_dict() if stated is not None else {}), **have_cfg}.items():
+        if have_cfg.get("evaluates") is False and cond.get("when") == [
+            "eval"
+        ]:  # an eval failure in a run that never evaluates
+            h.condition -= CONDITION_PENALTY
+            h.condition_notes.append(("why.cond_mismatch", {"key": "evaluation", "have": "off", "want": "eval"}))
+        for key, have in {**(stated.as_dict() if stated is not None else {}), **have_cfg}.items():  # config wins
+            if key == "evaluates":
+                continue
             want = cond.get(key)
             if not want:
                 continue
             if have in want:
-                if key in have_cfg or key in STATED_BOOST_KEYS:
-                    h.condition += CONDITION_BOOST
-                    h.condition_notes.append(("why.cond_match", {"key": key, "have": have}))
+                h.condition += CONDITION_BOOST
+                h.condition_notes.append(("why.cond_match", {"key": key, "have": have}))
             else:
                 h.condition -= CONDITION_PENALTY
                 h.condition_notes.append(
@@ -271,6 +276,14 @@ class Retriever:
             parts.append(_t(lang, "why.terms", terms=" ".join(h.matched_terms[:8])))
         parts.extend(_t(lang, key, **fields) for key, fields in h.condition_notes)
         return ("；" if lang == "zh" else "; ").join(parts)
+
+
+def _off_task(query: str, qtoks: list[str]) -> bool:
+    """The question is about serving or installing (kb.text.OFF_TASK) and says nothing of training."""
+    low = query.lower()
+    off = any(t in OFF_TASK for t in qtoks) or any(w in query for w in OFF_TASK if not w.isascii())
+    training = any(t in TRAINING_ANCHORS for t in qtoks) or any(w in low for w in TRAINING_ANCHORS if not w.isascii())
+    return off and not training
 
 
 def _required_literal(pattern: str) -> str:

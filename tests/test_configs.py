@@ -61,7 +61,7 @@ def test_deepspeed_block_for_every_front_end():
     assert deepspeed_block(acc) == (None, "")
     assert facts_from_config(acc).as_dict() == {"zero_stage": 3, "offload_optimizer": "cpu"}
     path_only = parse_config("output_dir: out\ndeepspeed: ds_config.json\n")
-    assert deepspeed_block(path_only) == (None, "") and facts_from_config(path_only).as_dict() == {}
+    assert deepspeed_block(path_only) == (None, "") and facts_from_config(path_only).as_dict() == {"evaluates": False}
 
 
 @pytest.mark.parametrize(
@@ -112,6 +112,14 @@ def test_fuzz_decode_bytes_decodes_or_refuses(data):
         ("lora 训练 loss 不降", {"method": "lora"}),
         ("7b 全参微调 爆显存", {"method": "full"}),
         ("my dataset has 3 stages of curriculum", {}),
+        (
+            "1 validation error for DeepSpeedZeroConfig\n  Assertion failed, Partial offloading only supported for ZeRO Stage 3.",
+            {},
+        ),
+        (
+            "zero2 offload_param does nothing\n  Assertion failed, Partial offloading only supported for ZeRO Stage 3.",
+            {"zero_stage": 2},
+        ),
     ],
 )
 def test_facts_from_query(query, expected):
@@ -128,28 +136,42 @@ def test_llamafactory_yaml_facts_from_its_file_names():
         "deepspeed: examples/deepspeed/ds_z3_offload_config.json\nbf16: true\ncutoff_len: 2048\n"
     )
     f = facts_from_config(parse_config(text, "train.yaml"))
-    assert f.as_dict() == {"zero_stage": 3, "offload_optimizer": "cpu", "precision": "bf16", "method": "lora"}
+    assert f.as_dict() == {
+        "zero_stage": 3, "offload_optimizer": "cpu", "precision": "bf16", "method": "lora", "evaluates": False
+    }  # fmt: skip
+    assert facts_from_config(parse_config(text + "val_size: 0.1\n", "train.yaml")).evaluates is True
     q = parse_config("quantization_bit: 4\nfinetuning_type: lora\nstage: sft\ndo_train: true\n", "q.yaml")
     assert facts_from_config(q).method == "qlora"
     merged = merge_facts(f, facts_from_query("fp16 zero2 nan"))
     assert merged.zero_stage == 3 and merged.precision == "bf16"  # the config wins over what the text says
 
 
-def test_stated_facts_demote_contradicted_entries_and_boost_only_precision_and_method():
+def test_stated_facts_boost_and_demote_where_the_config_says_nothing():
     from kb.configs import QueryFacts
     from kb.retrieve import Hit, Retriever
 
     r = Retriever.__new__(Retriever)
-    stated = QueryFacts(zero_stage=3, precision="fp16")
+    stated = QueryFacts(zero_stage=3, precision="fp16", when="start")
     h = Hit("x")
     r._apply_conditions(h, {"precision": ["bf16"]}, None, stated)
     assert h.condition < 0
-    h = Hit("y")
-    r._apply_conditions(h, {"zero_stage": [3]}, None, stated)
-    assert h.condition == 0  # a stage said in passing boosts nothing
     h = Hit("z")
-    r._apply_conditions(h, {"precision": ["fp16"]}, None, stated)
+    r._apply_conditions(h, {"precision": ["fp16"], "when": ["start"]}, None, stated)
     assert h.condition > 0
-    h = Hit("c")
-    r._apply_conditions(h, {"zero_stage": [3]}, QueryFacts(zero_stage=3), None)
-    assert h.condition > 0  # the config's facts boost
+    h = Hit("c")  # the config wins over what the text says
+    r._apply_conditions(h, {"zero_stage": [3]}, QueryFacts(zero_stage=2), stated)
+    assert h.condition < 0
+    h = Hit("g")
+    r._apply_conditions(h, {"when": ["later"]}, None, stated)  # "OOM on the first step" is not memory growing per step
+    assert h.condition < 0
+
+
+def test_when_the_failure_happens():
+    from kb.configs import facts_from_query
+
+    assert facts_from_query("oom on first step").when == "start"
+    assert facts_from_query("ZeRO-3第一步就OOM").when == "start"
+    assert facts_from_query("after 200 steps OOM, memory creeps up every step").when == "later"
+    assert facts_from_query("eval OOM with zero3").when == "eval"
+    assert facts_from_query("oom when saving checkpoint").when == "save"
+    assert facts_from_query("oom during eval after saving checkpoint").when is None  # two phases: unknown

@@ -80,9 +80,12 @@ def _hf_fill(cfg: dict, tmp_path) -> dict:
 
 
 @pytest.mark.parametrize("entry,i", _snippets())
-def test_snippet_builds_with_deepspeed_config(entry, i, tmp_path):
+def test_snippet_builds_with_deepspeed_config(entry, i, tmp_path, monkeypatch):
     pytest.importorskip("deepspeed")
+    import deepspeed.runtime.config as ds_config
     from deepspeed.runtime.config import DeepSpeedConfig
+
+    monkeypatch.setattr(ds_config.dist, "get_rank", lambda *a, **k: 0)  # rank 0 of the snippet's data-parallel size
 
     fix = entry["fixes"][i]
     cfg = json.loads(fix["snippet"]["code"])
@@ -102,7 +105,25 @@ def test_snippet_builds_with_deepspeed_config(entry, i, tmp_path):
         assert not _has_auto(cfg), cfg
     elif not complete:
         cfg["train_micro_batch_size_per_gpu"] = 1  # a fragment: the rest of the user's config
-    DeepSpeedConfig(cfg)
+    DeepSpeedConfig(cfg, mpu=_DataParallel(_world_size(cfg)))
+
+
+class _DataParallel:
+    """The data-parallel size a snippet is written for (DeepSpeedConfig checks the batch sizes against it)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def get_data_parallel_world_size(self) -> int:
+        return self.n
+
+
+def _world_size(cfg: dict) -> int:
+    """1, or what a snippet that sets all three batch sizes implies: train_batch / (micro x accumulation)."""
+    tb, mb, ga = (cfg.get(k) for k in BATCH_KEYS)
+    if all(isinstance(x, int) and x > 0 for x in (tb, mb, ga)) and tb % (mb * ga) == 0:
+        return tb // (mb * ga)
+    return 1
 
 
 def test_the_checks_can_fail(tmp_path):
