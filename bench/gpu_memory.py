@@ -24,7 +24,8 @@ Recorded per configuration (one JSON line):
 
 Configuration keys: model, stage (2|3), offload (none|optimizer|optimizer+param), ckpt, seq,
 micro_batch, steps, torch_adam, lora, lora_r, lora_targets, qlora, qlora_zero3, alloc_conf, cap_gib,
-device.
+device, world (processes on this host, one per GPU: torchrun starts them and each rank's record is kept under
+``ranks``; issue 15).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def model_shape(name: str) -> ModelShape:
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 CONFIG_KEYS = {
     "model", "stage", "offload", "ckpt", "seq", "micro_batch", "steps", "torch_adam", "lora", "lora_r",
-    "lora_targets", "qlora", "qlora_zero3", "alloc_conf", "cap_gib", "device", "est_s",
+    "lora_targets", "qlora", "qlora_zero3", "alloc_conf", "cap_gib", "device", "est_s", "world",
 }  # fmt: skip
 ES = "expandable_segments:True"
 
@@ -173,6 +174,24 @@ MATRICES["issue13e"] = [
     dict(model="synthetic-tinyllama-v128k", stage=3, offload="none", ckpt=True, seq=4096, qlora=True,
          qlora_zero3=True, torch_adam=True, est_s=60),
 ]  # fmt: skip
+# Issue 15: world size 2 and 4 on one host (torchrun, one process per GPU); needs nvidia-h200-x2 / -x4. The shapes
+# 3B-8B, ZeRO-2 and ZeRO-3, with and without optimizer offload, so that kb mem --gpus N is checked where ZeRO
+# partitions. Not run yet: only single-GPU machines were lent (see docs/memory.md).
+MATRICES["issue15"] = [
+    dict(model="synthetic-3b", stage=3, offload="none", ckpt=True, seq=4096, torch_adam=True, world=2, est_s=70),
+    dict(model="synthetic-3b", stage=2, offload="none", ckpt=True, seq=4096, torch_adam=True, world=2, est_s=60),
+    dict(model="llama3-8b", stage=3, offload="none", ckpt=True, seq=2048, torch_adam=True, world=2, est_s=90),
+    dict(model="llama3-8b", stage=3, offload="none", ckpt=True, seq=4096, torch_adam=True, world=4, est_s=100),
+    dict(model="llama2-7b", stage=2, offload="none", ckpt=True, seq=2048, torch_adam=True, world=4, est_s=90),
+    dict(model="llama2-7b", stage=3, offload="optimizer", ckpt=True, seq=2048, world=2, est_s=150),
+    dict(model="mistral-7b", stage=2, offload="optimizer", ckpt=True, seq=2048, world=4, est_s=150),
+    dict(model="qwen2.5-7b", stage=3, offload="none", ckpt=False, seq=2048, torch_adam=True, world=4, est_s=100),
+]  # fmt: skip
+# Every code path on CPU with two processes (gloo), the tiny shape: the multi-process plumbing without a GPU
+MATRICES["smoke-cpu-ranks"] = [
+    dict(model="tiny", stage=3, offload="none", ckpt=True, seq=128, torch_adam=True, world=2, device="cpu"),
+    dict(model="tiny", stage=2, offload="none", ckpt=False, seq=128, torch_adam=True, world=2, device="cpu"),
+]  # fmt: skip
 # Every code path on a GPU in about a minute, on the tiny shape and TinyLlama: run it first on a fresh image.
 MATRICES["smoke-gpu"] = [
     dict(model="tiny", stage=2, offload="none", ckpt=False, seq=256, torch_adam=True),
@@ -189,6 +208,8 @@ def check_config(c: dict) -> None:
     unknown = sorted(set(c) - CONFIG_KEYS)
     if unknown:
         raise ValueError(f"unknown configuration keys {unknown}; known: {sorted(CONFIG_KEYS)}")
+    if not isinstance(c.get("world", 1), int) or c.get("world", 1) < 1:
+        raise ValueError(f"world must be a positive integer (processes, one per GPU), not {c.get('world')!r}")
     for k in ("model", "stage", "seq"):
         if k not in c:
             raise ValueError(f"configuration needs {k!r}")
@@ -337,7 +358,11 @@ def run_one(c: dict) -> dict:
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process; under torchrun (world > 1) its env stands
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if dev == "cuda":
+        torch.cuda.set_device(local_rank)
     s = model_shape(c["model"])
     res: dict = {
         "config": c,
@@ -346,6 +371,7 @@ def run_one(c: dict) -> dict:
         "shape": {**asdict(s), "tie_word_embeddings": s.tie_embeddings},
     }
     res["env"] = {k: os.environ.get(k) for k in ("PYTORCH_CUDA_ALLOC_CONF", "TORCH_CUDA_ARCH_LIST")}
+    res["rank"], res["world_size"] = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     rss = {"peak": 0, "phase_peak": 0}
     stop = threading.Event()
     proc = psutil.Process()
@@ -367,10 +393,10 @@ def run_one(c: dict) -> dict:
     gib = 2**30
     cum = {"alloc": 0, "reserved": 0}  # peaks since start, kept by hand: the counter is reset per phase
     if dev == "cuda":
-        total = torch.cuda.get_device_properties(0).total_memory
+        total = torch.cuda.get_device_properties(local_rank).total_memory
         cap = c.get("cap_gib", 80) * gib
-        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
-        res["gpu"] = torch.cuda.get_device_name(0)
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total), local_rank)
+        res["gpu"] = torch.cuda.get_device_name(local_rank)
         res["gpu_total_gib"] = round(total / gib, 2)
     state: dict = {"model": None, "engine": None, "n": 1, "t": time.perf_counter()}
 
@@ -532,6 +558,37 @@ def child_env(c: dict) -> dict:
     return env
 
 
+def run_ranks(c: dict, timeout: int) -> dict:
+    """One configuration on ``world`` processes of this host (torchrun, one per GPU): rank 0's record, with every
+    rank's peaks, host RSS, step times and outcome under ``ranks``, the peak over ranks, and which ranks are missing
+    (a killed or hung process). Issue 15: multi-GPU memory per rank."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gpu-memory-ranks-") as tmp:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={c['world']}",
+               __file__, "--one", json.dumps(c), "--rank-out", tmp]  # fmt: skip
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env(c))
+            err = None if p.returncode == 0 else f"exit {p.returncode}: {p.stderr[-600:]}"
+        except subprocess.TimeoutExpired:
+            err = f"timeout after {timeout}s (a hang, or too slow)"
+        recs = {int(f.stem[4:]): json.loads(f.read_text()) for f in Path(tmp).glob("rank*.json")}
+    if not recs:
+        return {"config": c, "error": err or "no rank wrote a result", "ranks": []}
+    res = dict(recs.get(0) or next(iter(recs.values())))
+    res["ranks"] = [
+        {k: r.get(k) for k in ("rank", "phase", "oom", "error", "peak_allocated_gib", "peak_reserved_gib",
+                               "peak_host_rss_gib", "step_s")}
+        for _, r in sorted(recs.items())
+    ]  # fmt: skip
+    res["missing_ranks"] = sorted(set(range(c["world"])) - set(recs))
+    res["peak_allocated_gib"] = max((r.get("peak_allocated_gib") or 0) for r in recs.values())
+    res["oom"] = any(r.get("oom") for r in recs.values())
+    if err and not res.get("error"):
+        res["error"] = err
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--matrix", default="small")
@@ -541,6 +598,7 @@ def main() -> None:
     ap.add_argument("--cap-gib", type=float, default=80.0)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per configuration")
+    ap.add_argument("--rank-out", default=None, help="with --one under torchrun: write rank<N>.json into this folder")
     a = ap.parse_args()
     if a.list:
         tot = 0
@@ -557,7 +615,11 @@ def main() -> None:
         except ValueError as e:
             print(f"gpu_memory.py: bad configuration: {e}", file=sys.stderr)
             sys.exit(2)
-        print("RESULT " + json.dumps(run_one(c)), flush=True)
+        res = run_one(c)
+        if a.rank_out:
+            Path(a.rank_out, f"rank{res['rank']}.json").write_text(json.dumps(res))
+        else:
+            print("RESULT " + json.dumps(res), flush=True)
         return
     names = a.matrix.split(",")
     unknown = [n for n in names if n not in MATRICES]
@@ -567,6 +629,13 @@ def main() -> None:
         for c in MATRICES[name]:
             c = {**{k: v for k, v in c.items() if k != "est_s"}, "cap_gib": a.cap_gib, "device": a.device}
             t = time.perf_counter()
+            if c.get("world", 1) > 1:
+                res = run_ranks(c, a.timeout)
+                res["wall_s"] = round(time.perf_counter() - t, 1)
+                with open(a.out, "a") as f:
+                    f.write(json.dumps(res) + "\n")
+                print(json.dumps({k: res.get(k) for k in ("config", "oom", "error", "peak_allocated_gib", "ranks")}))
+                continue
             try:
                 p = subprocess.run(
                     [sys.executable, __file__, "--one", json.dumps(c)],

@@ -134,7 +134,9 @@ def test_config_facts_from_every_front_end(fake_engine):
     # a LLaMA-Factory / TrainingArguments YAML with the DeepSpeed block nested under `deepspeed:`
     lf = "model_name_or_path: x\nbf16: true\ndeepspeed:\n  zero_optimization:\n    stage: 2\n    offload_optimizer:\n      device: cpu\n"
     facts = ask(fake_engine, SEED_EN, config_text=lf)["config_facts"]
-    assert facts == {"zero_stage": 2, "offload_optimizer": "cpu", "offload_param": "none", "precision": "bf16"}
+    assert facts == {
+        "zero_stage": 2, "offload_optimizer": "cpu", "offload_param": "none", "precision": "bf16", "evaluates": False
+    }  # fmt: skip
 
 
 def test_memory_in_chinese_answer_is_chinese(fake_engine):

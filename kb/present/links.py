@@ -17,6 +17,7 @@ REPOS: dict[str, tuple[str, str]] = {
     "peft": ("huggingface/peft", "src/"),
     "torch": ("pytorch/pytorch", ""),
     "safetensors": ("huggingface/safetensors", "bindings/python/py_src/"),
+    "trl": ("huggingface/trl", ""),
 }
 # files the DeepSpeed wheel places inside the package that live elsewhere in the repository (setup.py copies them)
 _DS_MOVED = (
