@@ -661,22 +661,25 @@ def _annotation(cls: type, name: str, fallback: Any) -> Any:
     return fallback
 
 
+def class_record(pkg: str, version: str, path: str, doc: str | None, source_file, source_line) -> dict:
+    """The record of a class (a config dataclass, an API class) at ``path`` in ``pkg``."""
+    return _record(
+        id=f"{pkg}:{path}",
+        package=pkg,
+        version=version,
+        kind="class",
+        name=path.rsplit(".", 1)[-1],
+        path=path,
+        type="class",
+        doc=_short_doc(doc),
+        source_file=source_file,
+        source_line=source_line,
+    )
+
+
 def _dataclass_records(pkg: str, version: str, path: str, cls: type, kind: str = "field") -> list[dict]:
     loc = _obj_line(cls, pkg)
-    out = [
-        _record(
-            id=f"{pkg}:{path}",
-            package=pkg,
-            version=version,
-            kind="class",
-            name=path.rsplit(".", 1)[-1],
-            path=path,
-            type="class",
-            doc=_short_doc(cls.__doc__),
-            source_file=loc[0],
-            source_line=loc[1],
-        )
-    ]
+    out = [class_record(pkg, version, path, cls.__doc__, loc[0], loc[1])]
     for f in dataclasses.fields(cls):
         if f.name.startswith("_"):
             continue

@@ -217,20 +217,29 @@ def script_records(pkg: str, version: str) -> list[dict]:
 # ---------------------------------------------------------------- peft: methods forwarded to the tuner
 
 
-def peft_forwarded_records(version: str) -> list[dict]:
+def _importable(dotted_names) -> list[tuple[str, type]]:
+    """(dotted name, the object) for each name this release has: a release without one simply lacks it."""
     import importlib
+
+    out = []
+    for dotted in dotted_names:
+        mod, _, name = dotted.rpartition(".")
+        try:
+            out.append((dotted, getattr(importlib.import_module(mod), name)))
+        except (ImportError, AttributeError):
+            continue
+    return out
+
+
+def peft_forwarded_records(version: str) -> list[dict]:
 
     import peft
 
     if "__getattr__" not in vars(peft.PeftModel):
         return []  # this release does not forward: nothing to record
     out: list[dict] = []
-    for dotted in PEFT_TUNERS:
-        mod, _, name = dotted.rpartition(".")
-        try:
-            cls = getattr(importlib.import_module(mod), name)
-        except (ImportError, AttributeError):
-            continue
+    for dotted, cls in _importable(PEFT_TUNERS):
+        name = dotted.rpartition(".")[2]
         for r in _method_records("peft", version, name, cls):
             if r["kind"] == "method":
                 r["doc"] = (r["doc"] or "") + " (reached on a PeftModel: PeftModel.__getattr__ forwards to base_model)"
@@ -243,14 +252,8 @@ def peft_forwarded_records(version: str) -> list[dict]:
 
 
 def ds_scheduler_records(version: str) -> list[dict]:
-    import importlib
 
     out: list[dict] = []
-    for dotted in DS_SCHEDULERS:
-        mod, _, name = dotted.rpartition(".")
-        try:
-            cls = getattr(importlib.import_module(mod), name)
-        except (ImportError, AttributeError):
-            continue
+    for dotted, cls in _importable(DS_SCHEDULERS):
         out += _callable_records("deepspeed", version, dotted.removeprefix("deepspeed."), cls)
     return out

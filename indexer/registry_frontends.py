@@ -315,19 +315,11 @@ def _accelerate(src: _Sources) -> list[dict]:
             if arg in flags:
                 flag, flag_line = flags[arg]
                 out.append(
-                    src.record(
-                        "accelerate_launch",
-                        flag,
-                        path,
-                        ACC_PLUGIN,
-                        line,
-                        aliases=_aliases(flag, dash),
-                        front_id=f"accelerate:cli/accelerate launch/{flag}",
-                        fill=fill,
-                        transform=transform,
-                        requires=gate,
-                        chain=[[ACC_LAUNCH, flag_line, f"{flag} -> args.{arg}"], set_link, env_link, link],
-                    )
+                    _launch_flag_record(
+                        src, flag, path, line, dash,
+                        [[ACC_LAUNCH, flag_line, f"{flag} -> args.{arg}"], set_link, env_link, link],
+                        fill=fill, transform=transform, requires=gate,
+                    )  # fmt: skip
                 )
             if arg in yaml_keys:
                 chain = [[ACC_CLUSTER, yaml_keys[arg], f"deepspeed_config.{arg}"]]
@@ -521,6 +513,21 @@ def _launch_flags(src: _Sources) -> dict[str, tuple[str, int]]:
     return out
 
 
+def _launch_flag_record(src, flag: str, path: str, line, dash, chain: list, **kw) -> dict:
+    """The mapping record of an `accelerate launch` flag onto a DeepSpeedPlugin field (both producers use it)."""
+    return src.record(
+        "accelerate_launch",
+        flag,
+        path,
+        ACC_PLUGIN,
+        line,
+        aliases=_aliases(flag, dash),
+        front_id=f"accelerate:cli/accelerate launch/{flag}",
+        chain=chain,
+        **kw,
+    )
+
+
 def _aliases(flag: str, dash: set[str]) -> list[str]:
     alt = flag.replace("_", "-")
     return [alt] if alt != flag and alt in dash else []
@@ -655,18 +662,7 @@ def _mixed_precision(
             if env:
                 chain.append([ACC_ENV, env[1], f"args.{param} -> {env[0]}"])
             out.append(
-                src.record(
-                    "accelerate_launch",
-                    flag,
-                    path,
-                    ACC_PLUGIN,
-                    line,
-                    aliases=_aliases(flag, dash),
-                    front_id=f"accelerate:cli/accelerate launch/{flag}",
-                    transform=transform,
-                    requires=gate,
-                    chain=[*chain, link],
-                )
+                _launch_flag_record(src, flag, path, line, dash, [*chain, link], transform=transform, requires=gate)
             )
         if yaml_line:
             out.append(

@@ -326,20 +326,7 @@ def _static_records(pkg: str, version: str) -> list[dict]:
         if cls is None:
             rb.SKIPPED.append(f"static: {rel}:{cls_name} (no such class in this release)")
             continue
-        out.append(
-            rb._record(
-                id=f"{pkg}:{path}",
-                package=pkg,
-                version=version,
-                kind="class",
-                name=path.rsplit(".", 1)[-1],
-                path=path,
-                type="class",
-                doc=rb._short_doc(ast.get_docstring(cls)),
-                source_file=rel,
-                source_line=cls.lineno,
-            )
-        )
+        out.append(rb.class_record(pkg, version, path, ast.get_docstring(cls), rel, cls.lineno))
         for node in cls.body:
             if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
                 continue

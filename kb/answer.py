@@ -23,7 +23,6 @@ from kb.configs import (
     facts_from_config,
     facts_from_query,
     hints_from_query,
-    merge_facts,
     micro_batch,
     optimizer_kind,
     parse_config,
@@ -145,7 +144,6 @@ class Engine:
         notes.extend(name_notes)
         n = len(self.index.entries) if pinned else max(k, MAX_CLOSEST)
         stated = facts_from_query(query)  # "zero3", "fp16", "lora": demotes entries it contradicts
-        rank_facts = merge_facts(facts, stated)
         hits = self.retriever.search(query, k=n, facts=facts, query_params=resolved, boosts=boosts, stated=stated)
         if ps:
             hits = self._demote(hits, ps)
@@ -177,7 +175,8 @@ class Engine:
             findings=findings,
             notes=notes,
             message=None if answered else t(lang, "no_answer"),
-            config_facts=rank_facts.as_dict() if rank_facts is not None else None,
+            config_facts=facts.as_dict() if facts is not None else None,
+            stated_facts=stated.as_dict() or None,
             memory=memory,
             versions=[C.VersionUsed(p.package, p.version, p.release, p.source, p.exact) for p in ps],
             front_end=front,

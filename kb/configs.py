@@ -25,7 +25,7 @@ class QueryFacts:
     """What the ranking may use about the user's setup: stage, offload devices, precision, fine-tuning method.
 
     From the attached config (``facts_from_config``) and from what the question itself states
-    (``facts_from_query``); the config wins where both say something (``merge_facts``)."""
+    (``facts_from_query``); ranking takes the config's where both say something (kb.retrieve)."""
 
     zero_stage: int | None = None
     offload_optimizer: str | None = None
@@ -453,15 +453,6 @@ def facts_from_query(query: str) -> QueryFacts:
     if len(whens) == 1:
         f.when = whens[0]
     return f
-
-
-def merge_facts(config: QueryFacts | None, query: QueryFacts) -> QueryFacts | None:
-    """The config's facts, with what the question states filling the gaps; None when neither says anything."""
-    out = QueryFacts(**(config.__dict__ if config is not None else {}))
-    for k, v in query.__dict__.items():
-        if getattr(out, k) is None and v is not None:
-            setattr(out, k, v)
-    return out if out.as_dict() else None
 
 
 _DS_FILE_STAGE = re.compile(r"(?:^|[/_.-])z(?:ero)?[_-]?([0-3])(?=[_.-]|$)", re.I)

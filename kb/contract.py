@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 SCHEMA_VERSION = (
     "1.3"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
-    # 1.3: Memory by phase (gpu_verdict, peak_phase, reserved_gib, phases; MemoryTerm formula and source)
+    # 1.3: Memory by phase (gpu_verdict, peak_phase, reserved_gib, phases; MemoryTerm formula and source),
+    # Answer.stated_facts
 )
 
 Lang = Literal["en", "zh"]
@@ -241,7 +242,8 @@ class Answer:
     findings: list[Finding]
     notes: list[Note]
     message: str | None = None  # why there is no confident answer (answered false)
-    config_facts: dict[str, Any] | None = None  # what ranking used from the config: stage, offload, precision
+    config_facts: dict[str, Any] | None = None  # what ranking used from the config: stage, offload, precision, method
+    stated_facts: dict[str, Any] | None = None  # what ranking used from the question: stage, precision, method, when
     memory: Memory | None = None
     versions: list[VersionUsed] = field(default_factory=list)  # empty: versions unknown (both spellings shown)
     front_end: str | None = None  # the front end equivalents were written for; None: all of them

@@ -44,7 +44,7 @@ def test_offload_config_with_first_step_oom_is_not_memory_growth(engine):
     )
     ans = engine.ask("oom on first step", config_text=cfg, k=3)
     assert ans.results and ans.results[0].id != "memory-grows-every-step", [r.id for r in ans.results]
-    assert ans.config_facts["when"] == "start" and ans.config_facts["offload_optimizer"] == "cpu"
+    assert ans.stated_facts["when"] == "start" and ans.config_facts["offload_optimizer"] == "cpu"
 
 
 def test_llamafactory_lora_yaml_does_not_steer_to_eval_or_save_entries(engine):

@@ -248,6 +248,16 @@ def launch_outcome(c: Ctx) -> tuple[Cli, Outcome] | None:
     return cli, cli.parse(c.data["argv"], c.data.get("script"))
 
 
+def launch_problems(c: Ctx, code: str) -> tuple[Cli | None, Outcome | None, list]:
+    """The launcher, its parse of the command line, and the parse problems of one rule's ``code`` (none when the
+    config is not a launch line kb knows): what every launcher rule starts from."""
+    got = launch_outcome(c)
+    if got is None:
+        return None, None, []
+    cli, out = got
+    return cli, out, [p for p in out.problems if p.code == code]
+
+
 def _near_flags(cli: Cli, tok: str, limit: int = 3) -> list[str]:
     """The real option strings nearest to an unknown one: prefixes first, then by similarity."""
     from rapidfuzz import fuzz, process
@@ -308,14 +318,9 @@ def _arg_path(c: Ctx, tok: str, after_script: bool = False) -> str:
     validity=True,
 )
 def kb030(c: Ctx) -> None:
-    got = launch_outcome(c)
-    if got is None:
-        return
-    cli, out = got
+    cli, out, problems = launch_problems(c, "KB030")
     name = _cli_name(c)
-    for p in out.problems:
-        if p.code != "KB030":
-            continue
+    for p in problems:
         gone = cli.removed.get(p.token)
         if gone:
             until = gone.get("until") or "an older release"
@@ -363,14 +368,9 @@ def kb030(c: Ctx) -> None:
     validity=True,
 )
 def kb031(c: Ctx) -> None:
-    got = launch_outcome(c)
-    if got is None:
-        return
-    cli, out = got
+    cli, out, problems = launch_problems(c, "KB031")
     name = _cli_name(c)
-    for p in out.problems:
-        if p.code != "KB031":
-            continue
+    for p in problems:
         after = out.script is not None and p.token in c.data["argv"][out.script + 1 :]
         where = (
             " It comes after the script, but argparse classifies every token before it hands the rest to the script."
@@ -417,14 +417,9 @@ def kb031(c: Ctx) -> None:
     validity=True,
 )
 def kb032(c: Ctx) -> None:
-    got = launch_outcome(c)
-    if got is None:
-        return
-    _cli, out = got
+    _cli, out, problems = launch_problems(c, "KB032")
     name = _cli_name(c)
-    for p in out.problems:
-        if p.code != "KB032":
-            continue
+    for p in problems:
         if p.flag is None:
             c.add(
                 "script",
@@ -473,20 +468,15 @@ def kb032(c: Ctx) -> None:
     ok=[Case("deepspeed --num_gpus 2 train.py", "the full flag")],
 )
 def kb033(c: Ctx) -> None:
-    got = launch_outcome(c)
-    if got is None:
-        return
-    _cli, out = got
-    for p in out.problems:
-        if p.code == "KB033":
-            c.add(
-                _arg_path(c, p.token),
-                f"`{p.token.split('=', 1)[0]}` is accepted as `{p.flag}` (argparse takes a unique prefix of a long "
-                "option).",
-                f"write `{p.flag}`",
-                f"`{p.token.split('=', 1)[0]}` 会被当成 `{p.flag}`（argparse 接受长参数名的唯一前缀）。",
-                f"写全成 `{p.flag}`",
-            )
+    for p in launch_problems(c, "KB033")[2]:
+        c.add(
+            _arg_path(c, p.token),
+            f"`{p.token.split('=', 1)[0]}` is accepted as `{p.flag}` (argparse takes a unique prefix of a long "
+            "option).",
+            f"write `{p.flag}`",
+            f"`{p.token.split('=', 1)[0]}` 会被当成 `{p.flag}`（argparse 接受长参数名的唯一前缀）。",
+            f"写全成 `{p.flag}`",
+        )
 
 
 # ---------------------------------------------------------------- TrainingArguments / LLaMA-Factory files
