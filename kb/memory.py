@@ -387,7 +387,7 @@ def layer_activation_bytes(sh: ModelShape, n: int, b: int, flash: bool = True) -
     the MLP input (2h); gate, up, SiLU(gate) and their product (4 x 2i). That is 22h + 4kv + 8i
     bytes, the counterpart for this layer type of Korthikanti et al.'s 34h for a GPT layer (same
     method, eq. 1). Eager attention also keeps the fp32 softmax output and its 16-bit copy: 6*a*s per token
-    (Korthikanti's GPT layer has 5*a*s; measured 5.99 (MHA) and 6.37 (GQA) on transformers 5.24, bench/saved_activations.py).
+    (Korthikanti's GPT layer has 5*a*s; measured 5.99 (MHA) and 6.37 (GQA, at 512 tokens) on transformers 5.24, bench/saved_activations.py).
     MoE layers run 2 experts per token (top-2), so the MLP term counts twice.
     """
     per_token = 22 * sh.hidden + 4 * sh.kv_dim + 8 * sh.intermediate * max(1, min(sh.experts, 2))
