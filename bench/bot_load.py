@@ -96,7 +96,9 @@ def main() -> None:
         )
         svc = AnswerService(s, engine=eng, store=SQLiteStore(s.feedback_db))
         distinct = [f"{QUERIES[i % len(QUERIES)]} (case {i})" for i in range(args.n)]
-        print(f"index: {eng.index.path} ({len(eng.index.entries)} entries, {eng.index.embedder_id}); workers {args.workers}")
+        print(
+            f"index: {eng.index.path} ({len(eng.index.entries)} entries, {eng.index.embedder_id}); workers {args.workers}"
+        )
         for label, qs in (("distinct queries (no cache)", distinct), ("repeated queries (cache hits)", distinct)):
             lat, lags, wall = asyncio.run(_load(svc, qs, args.concurrency))
             ms = [x * 1000 for x in lat]

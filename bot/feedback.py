@@ -117,7 +117,9 @@ class SQLiteStore:
     def _migrate(con: sqlite3.Connection) -> None:
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise RuntimeError(f"feedback database schema {version} is newer than this kb ({SCHEMA_VERSION}); upgrade kb")
+            raise RuntimeError(
+                f"feedback database schema {version} is newer than this kb ({SCHEMA_VERSION}); upgrade kb"
+            )
         for i in range(version, SCHEMA_VERSION):
             con.executescript("BEGIN;" + MIGRATIONS[i] + f"; PRAGMA user_version = {i + 1}; COMMIT;")
 
@@ -162,9 +164,14 @@ class SQLiteStore:
                 raise KeyError(f"no ask {ask_id!r}")
             uh = self.hash_user(user)
             # one vote per user and answer: "not helpful" then a reason is one vote with its reason
-            row = None if uh is None else con.execute(
-                "SELECT id, helpful, reason FROM votes WHERE ask_id = ? AND user_hash = ? ORDER BY id DESC", (ask_id, uh)
-            ).fetchone()
+            row = (
+                None
+                if uh is None
+                else con.execute(
+                    "SELECT id, helpful, reason FROM votes WHERE ask_id = ? AND user_hash = ? ORDER BY id DESC",
+                    (ask_id, uh),
+                ).fetchone()
+            )
             if row is None:
                 con.execute(
                     "INSERT INTO votes (ask_id, ts, user_hash, helpful, reason) VALUES (?, ?, ?, ?, ?)",
@@ -172,7 +179,10 @@ class SQLiteStore:
                 )
             else:
                 keep = reason if reason is not None else (row[2] if bool(row[1]) == helpful else None)
-                con.execute("UPDATE votes SET ts = ?, helpful = ?, reason = ? WHERE id = ?", (time.time(), int(helpful), keep, row[0]))
+                con.execute(
+                    "UPDATE votes SET ts = ?, helpful = ?, reason = ? WHERE id = ?",
+                    (time.time(), int(helpful), keep, row[0]),
+                )
 
     def asks(self, since: float | None = None) -> Iterator[AskRecord]:
         con = self._con()

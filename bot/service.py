@@ -36,8 +36,29 @@ from kb.lang import detect_lang, pick_lang
 log = logging.getLogger("kb.bot")
 
 # what a config attachment may be: text formats users attach (by name; the content must also decode)
-TEXT_SUFFIXES = (".json", ".hjson", ".yaml", ".yml", ".toml", ".txt", ".sh", ".cfg", ".conf", ".ini", ".md", ".py", ".log")
-TEXT_TYPES = ("text/", "application/json", "application/x-yaml", "application/yaml", "application/toml", "application/x-sh")
+TEXT_SUFFIXES = (
+    ".json",
+    ".hjson",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".txt",
+    ".sh",
+    ".cfg",
+    ".conf",
+    ".ini",
+    ".md",
+    ".py",
+    ".log",
+)
+TEXT_TYPES = (
+    "text/",
+    "application/json",
+    "application/x-yaml",
+    "application/yaml",
+    "application/toml",
+    "application/x-sh",
+)
 
 
 @dataclass
@@ -102,7 +123,12 @@ class _TTLCache:
 def internal_error(where: str, exc: BaseException, lang: str = "en", **ctx: Any) -> Reply:
     """An unexpected failure: logged (JSON line + traceback) under a fresh id; the user gets the id. Both bots use it."""
     error_id = uuid.uuid4().hex[:10]
-    log.info(json.dumps({"event": "error", "error_id": error_id, "where": where, "error": type(exc).__name__, "lang": lang, **ctx}, ensure_ascii=False))
+    log.info(
+        json.dumps(
+            {"event": "error", "error_id": error_id, "where": where, "error": type(exc).__name__, "lang": lang, **ctx},
+            ensure_ascii=False,
+        )
+    )
     log.error("kb bot internal error %s in %s", error_id, where, exc_info=exc)
     return Reply("error", lang, message=msg(lang, "internal_error", error_id=error_id), error_id=error_id)
 
@@ -164,7 +190,9 @@ class AnswerService:
         """Before downloading: AttachmentRefused (with the reason, in ``lang``) when too big or not text-like."""
         limit = self.settings.attachment_bytes
         if size > limit:
-            raise AttachmentRefused(msg(lang, "attachment_too_big", name=name, size=-(-size // 1024), limit=limit // 1024))
+            raise AttachmentRefused(
+                msg(lang, "attachment_too_big", name=name, size=-(-size // 1024), limit=limit // 1024)
+            )
         texty = name.lower().endswith(TEXT_SUFFIXES) or (content_type or "").startswith(TEXT_TYPES)
         if not texty:
             raise AttachmentRefused(msg(lang, "attachment_type", name=name))
@@ -178,7 +206,9 @@ class AnswerService:
         if data is None:
             raise AttachmentRefused(msg(lang, "attachment_type", name=name))
         if len(data) > limit:
-            raise AttachmentRefused(msg(lang, "attachment_too_big", name=name, size=-(-len(data) // 1024), limit=limit // 1024))
+            raise AttachmentRefused(
+                msg(lang, "attachment_too_big", name=name, size=-(-len(data) // 1024), limit=limit // 1024)
+            )
         if b"\x00" in data:
             raise AttachmentRefused(msg(lang, "attachment_type", name=name))
         try:
@@ -246,7 +276,12 @@ class AnswerService:
         )
 
     async def again(
-        self, ask_id: str, lang: str | None = None, more: bool = False, user: str | None = None, channel: str | None = None
+        self,
+        ask_id: str,
+        lang: str | None = None,
+        more: bool = False,
+        user: str | None = None,
+        channel: str | None = None,
     ) -> Reply:
         """Ask an earlier question again: in the other language (``lang``) or with more results (``more``).
 
@@ -258,7 +293,9 @@ class AnswerService:
             rec = await self._run(lambda: next((a for a in self.store.asks() if a.id == ask_id), None))
             if rec is None:
                 fallback = lang or "en"
-                return Reply("refused", fallback, message=msg(fallback, "bad_input", reason=f"unknown answer {ask_id!r}"))
+                return Reply(
+                    "refused", fallback, message=msg(fallback, "bad_input", reason=f"unknown answer {ask_id!r}")
+                )
             req = AskRequest(rec.query, lang=rec.lang, platform=rec.platform, channel_id=rec.channel)
         k = req.k or self.settings.results
         new = AskRequest(
@@ -276,7 +313,9 @@ class AnswerService:
     def _ask_core(self, query: str, config_text: str | None, config_name: str, k: int, lang: str) -> dict[str, Any]:
         return self.engine.ask(query, config_text=config_text, config_name=config_name, k=k, lang=lang).to_dict()
 
-    async def lint(self, config_text: str, name: str, lang: str = "en", user: str | None = None, channel: str | None = None) -> Reply:
+    async def lint(
+        self, config_text: str, name: str, lang: str = "en", user: str | None = None, channel: str | None = None
+    ) -> Reply:
         from kb.configs import ConfigError, parse_config
         from kb.lint import lint_config
 
@@ -307,7 +346,11 @@ class AnswerService:
         model = str(setup.pop("model", "") or "")
         if not model or "/" in model or "\\" in model or model.endswith(".json") or model.startswith("."):
             # chat input must not name files on the bot's host: presets and sizes only
-            return Reply("refused", lang, message=msg(lang, "bad_input", reason=f"model {model!r}: use a preset or a size like 7b"))
+            return Reply(
+                "refused",
+                lang,
+                message=msg(lang, "bad_input", reason=f"model {model!r}: use a preset or a size like 7b"),
+            )
 
         def run() -> dict[str, Any]:
             m = resolve_model(model)
@@ -355,4 +398,3 @@ class AnswerService:
             return msg(lang, "bad_input", reason=f"unknown answer {ask_id!r}")
         self._log("vote", ask_id=ask_id, helpful=helpful, reason=reason)
         return msg(lang, "thanks_reason", reason=msg(lang, f"reason.{reason}")) if reason else msg(lang, "thanks")
-

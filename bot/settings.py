@@ -135,7 +135,7 @@ def load_settings(path: Path | None = None) -> Settings:
                 raise SettingsError(f"{path}: [{section}] unknown key {key!r} (known: {', '.join(_SECTIONS[section])})")
             setattr(s, key, _coerce(path, section, key, value, types[key]))
     if s.mode not in ("mention", "all"):
-        raise SettingsError(f"{path}: [bot] mode must be \"mention\" or \"all\", got {s.mode!r}")
+        raise SettingsError(f'{path}: [bot] mode must be "mention" or "all", got {s.mode!r}')
     return s
 
 
@@ -146,7 +146,11 @@ def _coerce(path, section: str, key: str, value: Any, typ: str) -> Any:
             raise SettingsError(f"{where} must be true or false")
         return value
     if typ in ("int", "float"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (typ == "int" and not isinstance(value, int)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (typ == "int" and not isinstance(value, int))
+        ):
             raise SettingsError(f"{where} must be a number{' (an integer)' if typ == 'int' else ''}")
         lo, hi = _BOUNDS[key]
         if not lo <= value <= hi:

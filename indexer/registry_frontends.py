@@ -316,9 +316,15 @@ def _accelerate(src: _Sources) -> list[dict]:
                 flag, flag_line = flags[arg]
                 out.append(
                     _launch_flag_record(
-                        src, flag, path, line, dash,
+                        src,
+                        flag,
+                        path,
+                        line,
+                        dash,
                         [[ACC_LAUNCH, flag_line, f"{flag} -> args.{arg}"], set_link, env_link, link],
-                        fill=fill, transform=transform, requires=gate,
+                        fill=fill,
+                        transform=transform,
+                        requires=gate,
                     )  # fmt: skip
                 )
             if arg in yaml_keys:

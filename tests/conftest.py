@@ -35,6 +35,7 @@ def fuzz_examples(deep: int) -> int:
     """Examples for a fuzz test: ``deep`` with KB_FUZZ=1 (a fuzzing run), a tenth of it in the everyday suite."""
     return deep if os.environ.get("KB_FUZZ") else max(100, deep // 10)
 
+
 QUALITY_FIXTURES = {"engine", "built_index", "cli_env_real"}
 
 

@@ -115,7 +115,9 @@ def test_answer_carries_param_facts_and_versions(fake_engine):
 
 
 def test_deprecated_and_misplaced_names_are_explained(fake_engine):
-    ans = ask(fake_engine, "is zero_optimization.cpu_offload_use_pin_memory still needed? and zero_optimization.nvme_path?")
+    ans = ask(
+        fake_engine, "is zero_optimization.cpu_offload_use_pin_memory still needed? and zero_optimization.nvme_path?"
+    )
     v = {n["name"]: n["verdict"] for n in ans["notes"]}
     assert v["zero_optimization.cpu_offload_use_pin_memory"] == "deprecated"
     assert v["zero_optimization.nvme_path"] == "misplaced"
@@ -233,7 +235,9 @@ def test_cli_jsonl_validates_each_line(cli_env, tmp_path):
         json.dumps({"query": "oom", "config": 7}),
         json.dumps([1, 2]),
     ]
-    f.write_bytes(("\n".join(lines) + "\n\n").encode() + b'{"query": "\xff\xfe"}\n' + json.dumps({"query": SEED_ZH}).encode())
+    f.write_bytes(
+        ("\n".join(lines) + "\n\n").encode() + b'{"query": "\xff\xfe"}\n' + json.dumps({"query": SEED_ZH}).encode()
+    )
     r = CliRunner().invoke(main, ["ask", "--jsonl", str(f)])
     out = [json.loads(x) for x in r.stdout.strip().splitlines()]
     assert len(out) == 12  # one per non-empty line, in order
@@ -408,6 +412,8 @@ def test_vector_cache_is_used_and_rewritten(tmp_path, monkeypatch):
     first = build_index(tmp_path / "i1", data / "entries", embedder_spec="fake", save_vectors=True)
     fake_id = get_embedder("fake").id
     assert first.embedded > 0 and vector_cache_path(fake_id).is_file()
-    assert vector_cache_path(fake_id).parent == data / "embeddings" and len(load_vector_cache(fake_id)) == first.embedded
+    assert (
+        vector_cache_path(fake_id).parent == data / "embeddings" and len(load_vector_cache(fake_id)) == first.embedded
+    )
     second = build_index(tmp_path / "i2", data / "entries", embedder_spec="fake")  # a fresh index folder
     assert second.embedded == 0 and second.reused == first.embedded

@@ -35,7 +35,9 @@ def validator():
 
 def test_kb_ask_json_validates(cli_env, validator, tmp_path):
     cfg = tmp_path / "ds.json"
-    cfg.write_text(json.dumps({"zero_optimization": {"stage": 3, "zero_force_opt_offload": True}, "bf16": {"enabled": True}}))
+    cfg.write_text(
+        json.dumps({"zero_optimization": {"stage": 3, "zero_force_opt_offload": True}, "bf16": {"enabled": True}})
+    )
     for args in (
         ["ask", "zero3 oom first step", "--json"],
         ["ask", "llama2-7b 单卡 ZeRO-3 第一步就 OOM", "--json", "--config", str(cfg)],
@@ -83,7 +85,13 @@ def test_every_label_in_both_languages(table):
 def test_core_imports_no_surface_and_no_write_side():
     code = "import sys, kb.answer; print(sorted({m.split('.')[0] for m in sys.modules}))"
     mods = set(json.loads(subprocess.check_output([sys.executable, "-c", code], cwd=ROOT).decode().replace("'", '"')))
-    assert not mods & {"indexer", "rich", "pydantic", "yaml", "click", "bot", "torch"}, mods & {"indexer", "rich", "pydantic", "yaml", "click"}
+    assert not mods & {"indexer", "rich", "pydantic", "yaml", "click", "bot", "torch"}, mods & {
+        "indexer",
+        "rich",
+        "pydantic",
+        "yaml",
+        "click",
+    }
 
 
 def test_cli_holds_no_formatting():
@@ -93,7 +101,9 @@ def test_cli_holds_no_formatting():
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "echo" and node.args:
             arg = node.args[0]
-            if isinstance(arg, ast.JoinedStr) or (isinstance(arg, ast.Call) and getattr(arg.func, "attr", None) == "format"):
+            if isinstance(arg, ast.JoinedStr) or (
+                isinstance(arg, ast.Call) and getattr(arg.func, "attr", None) == "format"
+            ):
                 offenders.append(node.lineno)
     assert not offenders, f"formatting inline in kb/cli.py at lines {offenders}"
 
@@ -104,22 +114,49 @@ def test_cli_holds_no_formatting():
 def _answer(lang="en", answered=True):
     C = contract
     fact = C.ParamFact(
-        "deepspeed:zero_optimization.offload_optimizer.device", "device", "deepspeed", "0.19.8", "config_key",
-        "str", '"none"', "deepspeed/runtime/zero/offload_config.py", 60,
+        "deepspeed:zero_optimization.offload_optimizer.device",
+        "device",
+        "deepspeed",
+        "0.19.8",
+        "config_key",
+        "str",
+        '"none"',
+        "deepspeed/runtime/zero/offload_config.py",
+        60,
     )
     long_cmd = "deepspeed --num_gpus 1 train.py --deepspeed ds_config.json --per_device_train_batch_size 1 --gradient_checkpointing"
     result = C.Result(
-        id="zero3-single-gpu-no-offload", title="ZeRO-3 on one GPU" if lang == "en" else "单卡 ZeRO-3", score=0.9,
-        why="terms: zero3 oom", summary="One GPU has nothing to partition.", area="oom", causes=["nothing to shard"],
-        fixes=[C.Fix("Offload the optimizer", f"Run `{long_cmd}` after editing the config.", [fact.id],
-                     C.Snippet("bash", long_cmd + " --and-a-very-long-tail-argument-that-goes-past-eighty-columns"))],
-        params=[fact.id], param_facts=[fact],
+        id="zero3-single-gpu-no-offload",
+        title="ZeRO-3 on one GPU" if lang == "en" else "单卡 ZeRO-3",
+        score=0.9,
+        why="terms: zero3 oom",
+        summary="One GPU has nothing to partition.",
+        area="oom",
+        causes=["nothing to shard"],
+        fixes=[
+            C.Fix(
+                "Offload the optimizer",
+                f"Run `{long_cmd}` after editing the config.",
+                [fact.id],
+                C.Snippet("bash", long_cmd + " --and-a-very-long-tail-argument-that-goes-past-eighty-columns"),
+            )
+        ],
+        params=[fact.id],
+        param_facts=[fact],
         myths=[C.Myth("zero_force_opt_offload fixes it", "no such key", ["zero_force_opt_offload"], True)],
-        sources=[C.Source("code", package="deepspeed", version="0.19.8", file="deepspeed/runtime/zero/stage3.py", line="4016-4050")],
+        sources=[
+            C.Source(
+                "code", package="deepspeed", version="0.19.8", file="deepspeed/runtime/zero/stage3.py", line="4016-4050"
+            )
+        ],
         applies_to={"deepspeed": ">=0.10"},
     )
     return C.Answer(
-        C.SCHEMA_VERSION, "q", lang, answered, [result] if answered else [],
+        C.SCHEMA_VERSION,
+        "q",
+        lang,
+        answered,
+        [result] if answered else [],
         [] if answered else [C.Closest("zero3-single-gpu-no-offload", "near", 0.3)],
         [C.Finding("KB001", "error", "zero_optimization.zero_force_opt_offload", 3, "unknown key", "delete it", "x")],
         [C.Note("param", "`zero_force_opt_offload` does not exist", "zero_force_opt_offload", "does-not-exist")],
@@ -185,13 +222,40 @@ def test_results_carry_their_site_path_and_presenters_link_it(cli_env):
 def test_code_links_point_at_the_release_file_and_line():
     from kb.present.links import code_url, entry_url
 
-    ds = {"type": "code", "package": "deepspeed", "version": "0.19.8", "file": "deepspeed/runtime/zero/stage3.py", "line": "4016-4050"}
-    assert code_url(ds) == "https://github.com/deepspeedai/DeepSpeed/blob/v0.19.8/deepspeed/runtime/zero/stage3.py#L4016-L4050"
-    tf = {"type": "code", "package": "transformers", "version": "5.24.0", "file": "transformers/trainer.py", "line": "12"}
+    ds = {
+        "type": "code",
+        "package": "deepspeed",
+        "version": "0.19.8",
+        "file": "deepspeed/runtime/zero/stage3.py",
+        "line": "4016-4050",
+    }
+    assert (
+        code_url(ds)
+        == "https://github.com/deepspeedai/DeepSpeed/blob/v0.19.8/deepspeed/runtime/zero/stage3.py#L4016-L4050"
+    )
+    tf = {
+        "type": "code",
+        "package": "transformers",
+        "version": "5.24.0",
+        "file": "transformers/trainer.py",
+        "line": "12",
+    }
     assert code_url(tf) == "https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/trainer.py#L12"
-    moved = {"type": "code", "package": "deepspeed", "version": "0.19.8", "file": "deepspeed/ops/op_builder/builder.py", "line": "710"}
+    moved = {
+        "type": "code",
+        "package": "deepspeed",
+        "version": "0.19.8",
+        "file": "deepspeed/ops/op_builder/builder.py",
+        "line": "710",
+    }
     assert code_url(moved).endswith("/blob/v0.19.8/op_builder/builder.py#L710")
-    assert code_url({"type": "code", "package": "deepspeed", "version": "0.19.8", "file": "../etc/passwd", "line": "1"}) is None
+    assert (
+        code_url({"type": "code", "package": "deepspeed", "version": "0.19.8", "file": "../etc/passwd", "line": "1"})
+        is None
+    )
     assert code_url({"type": "docs", "url": "javascript:alert(1)"}) is None
-    assert entry_url("https://kb.example.org/", "zh", "nvme-offload-setup") == "https://kb.example.org/zh/nvme-offload-setup/"
+    assert (
+        entry_url("https://kb.example.org/", "zh", "nvme-offload-setup")
+        == "https://kb.example.org/zh/nvme-offload-setup/"
+    )
     assert entry_url("", "en", "x") is None

@@ -660,7 +660,9 @@ def test_wire_ask_button_and_votes(make_service):
     assert callbacks == [{"type": 5, "data": {"flags": 64}}]
     assert reason["body"]["content"] == msg("en", "thanks_reason", reason=msg("en", "reason.didnt_fix"))
     rec = next(a for a in svc.store.asks() if a.id == ask_id)
-    assert [(v["helpful"], v["reason"]) for v in rec.votes] == [(False, "didnt_fix")]  # the down-vote and its reason: one vote
+    assert [(v["helpful"], v["reason"]) for v in rec.votes] == [
+        (False, "didnt_fix")
+    ]  # the down-vote and its reason: one vote
 
 
 def test_dry_run_is_the_renderer_body(make_service):

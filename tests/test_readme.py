@@ -31,7 +31,19 @@ EXAMPLES = _examples()
 
 def test_readme_has_examples_for_every_command():
     commands = {shlex.split(c)[1] for c in EXAMPLES}
-    assert {"ask", "lint", "factcheck", "mem", "stats", "show", "registry", "check", "build", "eval", "export"} <= commands
+    assert {
+        "ask",
+        "lint",
+        "factcheck",
+        "mem",
+        "stats",
+        "show",
+        "registry",
+        "check",
+        "build",
+        "eval",
+        "export",
+    } <= commands
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +108,9 @@ def test_readme_bot_example_runs(cmd, readme_index, monkeypatch, tmp_path):
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "kb-bot.toml").write_text('[bot]\nmode = "mention"\n')
     store = SQLiteStore(tmp_path / "kb-feedback.sqlite")
-    ask = store.record_ask({"query": "how to train a diffusion model", "lang": "en", "answered": False, "closest": []}, "test", "c", "u")
+    ask = store.record_ask(
+        {"query": "how to train a diffusion model", "lang": "en", "answered": False, "closest": []}, "test", "c", "u"
+    )
     store.record_vote(ask, False, "unclear", "u")
     monkeypatch.setenv("KB_INDEX", str(readme_index))
     monkeypatch.setenv("KB_EMBEDDER", "fake")

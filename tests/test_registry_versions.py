@@ -228,7 +228,9 @@ def test_entries_that_do_not_apply_are_marked_and_ranked_lower(engine, entries):
     assert entry_result(data, "en", engine.registry).applies is None  # versions unknown: not judged
     # end to end: the same query with the older release puts the entry lower (or drops it below the keep line)
     rank = lambda a: [r.id for r in a.results].index(e.id) if e.id in [r.id for r in a.results] else 99  # noqa: E731
-    assert rank(engine.ask(q, versions={"deepspeed": "0.14.4"}, k=5)) >= rank(engine.ask(q, versions={"deepspeed": "0.19.8"}, k=5))
+    assert rank(engine.ask(q, versions={"deepspeed": "0.14.4"}, k=5)) >= rank(
+        engine.ask(q, versions={"deepspeed": "0.19.8"}, k=5)
+    )
 
 
 def test_lint_judges_the_users_release(registry):

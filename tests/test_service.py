@@ -21,8 +21,13 @@ from kb.contract import SCHEMA_VERSION as ANSWER_SCHEMA
 
 @pytest.fixture()
 def service(fake_engine, tmp_path):
-    s = Settings(feedback_db=str(tmp_path / "fb.sqlite"), user_per_minute=600, user_burst=100, channel_burst=1000,
-                 channel_per_minute=6000)
+    s = Settings(
+        feedback_db=str(tmp_path / "fb.sqlite"),
+        user_per_minute=600,
+        user_burst=100,
+        channel_burst=1000,
+        channel_per_minute=6000,
+    )
     svc = AnswerService(s, engine=fake_engine)
     yield svc
     svc.close()
@@ -55,12 +60,20 @@ def test_cache_reuses_normalised_queries(service):
     a = run(service.ask(AskRequest("Zero3  OOM first step", user_id="u", channel_id="c")))
     b = run(service.ask(AskRequest("zero3 oom first step", user_id="u", channel_id="c")))
     assert not a.cached and b.cached and a.answer == b.answer
-    c = run(service.ask(AskRequest("zero3 oom first step", config_text='{"zero_optimization": {"stage": 3}}', user_id="u", channel_id="c")))
+    c = run(
+        service.ask(
+            AskRequest(
+                "zero3 oom first step", config_text='{"zero_optimization": {"stage": 3}}', user_id="u", channel_id="c"
+            )
+        )
+    )
     assert not c.cached  # a config changes the answer: not the same key
 
 
 def test_rate_limits_reply_politely(fake_engine, tmp_path):
-    svc = AnswerService(Settings(feedback_db=str(tmp_path / "f.sqlite"), user_per_minute=1, user_burst=2), engine=fake_engine)
+    svc = AnswerService(
+        Settings(feedback_db=str(tmp_path / "f.sqlite"), user_per_minute=1, user_burst=2), engine=fake_engine
+    )
     kinds = [run(svc.ask(AskRequest("oom", user_id="u", channel_id="c"))).kind for _ in range(3)]
     assert kinds[:2] != ["rate_limited"] * 2 and kinds[2] == "rate_limited"
     r = run(svc.ask(AskRequest("显存不足", user_id="u", channel_id="c")))
@@ -86,7 +99,9 @@ def test_allow_list_refuses_with_a_reason(fake_engine, tmp_path):
 
 
 def test_bad_config_and_empty_query_get_reasons(service):
-    r = run(service.ask(AskRequest("oom", config_text='{"zero_optimization": {"stage": 3,,}}', user_id="u", channel_id="c")))
+    r = run(
+        service.ask(AskRequest("oom", config_text='{"zero_optimization": {"stage": 3,,}}', user_id="u", channel_id="c"))
+    )
     assert r.kind == "refused" and "invalid JSON" in r.message
     assert run(service.ask(AskRequest("   ", user_id="u", channel_id="c"))).kind == "refused"
 
@@ -145,7 +160,9 @@ def test_200_concurrent_asks_all_answered(service):
     queries = [f"zero3 oom first step variant {i % 17}" if i % 2 else f"显存不足 第 {i % 13} 次" for i in range(200)]
 
     async def go():
-        return await asyncio.gather(*(service.ask(AskRequest(q, user_id=f"u{i}", channel_id=f"c{i % 7}")) for i, q in enumerate(queries)))
+        return await asyncio.gather(
+            *(service.ask(AskRequest(q, user_id=f"u{i}", channel_id=f"c{i % 7}")) for i, q in enumerate(queries))
+        )
 
     replies = run(go())
     assert len(replies) == 200 and all(r.kind in ("answer", "no_answer") for r in replies)
@@ -212,8 +229,13 @@ def test_tokens_are_never_printed(tmp_path, monkeypatch):
 
 @pytest.fixture()
 def filled_store(service):
-    for q in ["how do I train a diffusion model with deepspeed", "deepspeed diffusion unet training", "扩散模型 deepspeed 训练",
-              "zero3 oom first step", "how to fine-tune whisper with zero3"]:
+    for q in [
+        "how do I train a diffusion model with deepspeed",
+        "deepspeed diffusion unet training",
+        "扩散模型 deepspeed 训练",
+        "zero3 oom first step",
+        "how to fine-tune whisper with zero3",
+    ]:
         r = run(service.ask(AskRequest(q, user_id="u", channel_id="c")))
         if "oom" in q and r.ask_id:
             run(service.vote(r.ask_id, False, "wrong_version", "u"))
@@ -256,7 +278,9 @@ def test_parse_since():
 
 def test_memory_store_matches_the_interface():
     m = MemoryStore()
-    a = m.record_ask({"query": "q", "lang": "en", "answered": True, "results": [{"id": "x", "score": 0.5}]}, "t", "c", "u")
+    a = m.record_ask(
+        {"query": "q", "lang": "en", "answered": True, "results": [{"id": "x", "score": 0.5}]}, "t", "c", "u"
+    )
     m.record_vote(a, False, "unclear", "u")
     rec = next(m.asks())
     assert rec.top_score == 0.5 and rec.votes[0]["reason"] == "unclear"

@@ -138,7 +138,9 @@ KNOWN_MISSES = {
 @pytest.mark.parametrize(
     "entry_id",
     [
-        pytest.param(e.id, marks=pytest.mark.xfail(reason=KNOWN_MISSES[e.id], strict=True)) if e.id in KNOWN_MISSES else e.id
+        pytest.param(e.id, marks=pytest.mark.xfail(reason=KNOWN_MISSES[e.id], strict=True))
+        if e.id in KNOWN_MISSES
+        else e.id
         for e in WITH_SIGNATURES
     ],
 )

@@ -347,8 +347,11 @@ def test_crawl_finds_no_broken_link_and_nothing_leaves_the_machine(page, site_ur
     kinds = {}
     for p in sorted(pages):
         parts = [x for x in p.split("/") if x]
-        kind = "/".join(parts[:2]) if len(parts) > 1 and parts[1] in ("params", "names", "seed-thread") else (
-            f"{parts[0]}/entry" if len(parts) == 2 else (parts[0] if parts else "root"))
+        kind = (
+            "/".join(parts[:2])
+            if len(parts) > 1 and parts[1] in ("params", "names", "seed-thread")
+            else (f"{parts[0]}/entry" if len(parts) == 2 else (parts[0] if parts else "root"))
+        )
         if len(parts) > 2 and parts[1] == "params":
             kind = f"{parts[0]}/param"
         kinds.setdefault(kind, p)

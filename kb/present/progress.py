@@ -19,6 +19,7 @@ def progress_callback(stream: IO[str], what: str = "embedding") -> Callable[[int
         if pct >= state["next"] or done >= total:
             print(f"{what}: {done}/{total} ({pct}%)", file=stream, flush=True)
             state["next"] = pct - pct % 10 + 10
+
     return lines
 
 
