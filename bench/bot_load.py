@@ -81,7 +81,7 @@ def main() -> None:
     from bot.service import AnswerService
     from bot.settings import Settings
     from indexer.build import ensure_index
-    from kb.answer import Engine
+    from kb.ask.engine import Engine
 
     ensure_index(args.index)
     eng = Engine(index_path=args.index)

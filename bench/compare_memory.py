@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu_memory import model_shape  # noqa: E402
-from kb.memory import PRESETS, ModelShape, Setup, estimate  # noqa: E402
+from kb.memory.estimate import PRESETS, ModelShape, Setup, estimate  # noqa: E402
 
 
 def shape(name: str) -> ModelShape:
@@ -40,7 +40,7 @@ def label(c: dict) -> str:
     return " ".join([c["model"], *extra])
 
 
-# kb.memory's per-phase accounting (issue 13) was written while reading these runs; later files are held out
+# kb.memory.estimate's per-phase accounting (issue 13) was written while reading these runs; later files are held out
 WRITTEN_AGAINST = ("h200-run-a.jsonl", "h200-run-b.jsonl", "h200-run-c.jsonl", "h200-run-d.jsonl")
 
 
@@ -168,11 +168,11 @@ def _median(xs: list[float]) -> float:
 
 
 def constants(rs: list[dict]) -> str:
-    """The two kb.memory constants measured on GPU runs, refitted leave-one-shape-out: RESERVED_RATIO (median peak
+    """The two kb.memory.estimate constants measured on GPU runs, refitted leave-one-shape-out: RESERVED_RATIO (median peak
     reserved / peak allocated of runs without expandable_segments that stayed clear of the cap) and
     PROCESS_BASELINE_GIB (median host RSS in the first forward of runs without offload). For each shape, the
     constant from the other shapes' runs, and whether any run of that shape then changes verdict or misses 15%."""
-    from kb import memory as M
+    from kb.memory import estimate as M
 
     def ratio_ok(r: dict) -> bool:
         return (r["outcome"] == "ran" and not r["config"].get("alloc_conf")

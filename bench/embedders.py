@@ -31,9 +31,9 @@ FAKES = ROOT / "tests" / "fakes.py"
 
 def measure(spec: str) -> dict:
     from indexer.build import build_index
-    from kb.answer import Engine
-    from kb.embedders import get_embedder
-    from kb.evaluate import entry_queries_as_items, evaluate, load_eval
+    from kb.ask.engine import Engine
+    from kb.ask.evaluate import entry_queries_as_items, evaluate, load_eval
+    from kb.index.embedders import get_embedder
 
     out = Path(tempfile.mkdtemp(prefix=f"kb-bench-{spec}-"))
     t = time.perf_counter()
@@ -63,7 +63,7 @@ def measure(spec: str) -> dict:
     res["query_ms_p50"] = round(statistics.median(lat), 1)
     res["query_ms_p99"] = round(lat[int(0.99 * (len(lat) - 1))], 1)
     code = (
-        f"import sys;sys.path.insert(0,{str(ROOT)!r});from pathlib import Path;from kb.answer import Engine;"
+        f"import sys;sys.path.insert(0,{str(ROOT)!r});from pathlib import Path;from kb.ask.engine import Engine;"
         f"e=Engine(index_path=Path({str(out)!r}),check_stale=False);"
         "e.ask('zero3 oom first step')"
     )

@@ -32,7 +32,7 @@ def one_run(query: str) -> tuple[float, dict]:
         env = {**os.environ, "PYTHONPATH": str(clone), "OMP_WAIT_POLICY": "PASSIVE"}
         env.pop("KB_INDEX", None)
         env.pop("KB_DATA", None)
-        code = "from kb.cli import main; main()"
+        code = "from cli.main import main; main()"
         t0 = time.perf_counter()
         out = subprocess.run(
             [sys.executable, "-c", code, "ask", query, "--json"], cwd=clone, env=env, capture_output=True, text=True

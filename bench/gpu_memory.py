@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kb.memory import PRESETS, ModelShape  # noqa: E402 - one home for published shapes
+from kb.memory.estimate import PRESETS, ModelShape  # noqa: E402 - one home for published shapes
 
 SHAPES = {
     # name: (vocab, hidden, intermediate, layers, heads, kv_heads) -- the bench's own shapes (runs a-c)
@@ -69,7 +69,7 @@ SYNTHETIC = {
 
 
 def model_shape(name: str) -> ModelShape:
-    """The shape for a config's ``model``: the bench's own, a synthetic variant, or a kb.memory preset."""
+    """The shape for a config's ``model``: the bench's own, a synthetic variant, or a kb.memory.estimate preset."""
     if name in SHAPES:
         return ModelShape(name, *SHAPES[name])
     if name in SYNTHETIC:
@@ -154,7 +154,7 @@ MATRICES = {
     ],
 }  # fmt: skip
 MATRICES["issue13"] = MATRICES["issue13a"] + MATRICES["issue13b"]
-# Run e: held out from the per-phase accounting of kb.memory, which was written against runs a-d. Shapes,
+# Run e: held out from the per-phase accounting of kb.memory.estimate, which was written against runs a-d. Shapes,
 # methods and settings none of runs a-d has: Mistral-7B (GQA, 14k intermediate) with LoRA at ZeRO-2 and ZeRO-3,
 # FusedAdam at ZeRO-3 with a long sequence, ZeRO-2 3B close to the 80 GiB cap, offload of an untied 3B without
 # checkpointing, the 152k tied vocabulary at ZeRO-2 without checkpointing, a second QLoRA ZeRO-3 shape.

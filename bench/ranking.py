@@ -27,7 +27,7 @@ SETS = {
 
 
 def snapshot(engine, k: int = 5) -> dict:
-    from kb.evaluate import load_eval
+    from kb.ask.evaluate import load_eval
 
     out: dict = {}
     for name, path in SETS.items():
@@ -37,8 +37,14 @@ def snapshot(engine, k: int = 5) -> dict:
             ids = [r.id for r in a.results] if a.answered else [c.id for c in a.closest]
             top = a.results[0].score if a.answered and a.results else (a.closest[0].score if a.closest else 0.0)
             rows.append(
-                {"id": it["id"], "lang": it.get("lang"), "expected": (it.get("expected") or {}).get("entry"),
-                 "answered": a.answered, "top5": ids[:5], "score": top}  # fmt: skip
+                {
+                    "id": it["id"],
+                    "lang": it.get("lang"),
+                    "expected": (it.get("expected") or {}).get("entry"),
+                    "answered": a.answered,
+                    "top5": ids[:5],
+                    "score": top,
+                }  # fmt: skip
             )
         out[name] = rows
     return out
@@ -60,7 +66,7 @@ def figures(snap: dict) -> dict:
 
 def open_engine():
     from indexer.build import build_index
-    from kb.answer import Engine
+    from kb.ask.engine import Engine
 
     path = Path(tempfile.mkdtemp(prefix="kb-rank-")) / "index"
     build_index(path, ROOT / "data/entries")

@@ -53,8 +53,8 @@ def spread(xs: list[float], nd: int = 3) -> str:
 
 
 def queries() -> list[str]:
-    from kb.entries import load_entries
-    from kb.evaluate import load_eval
+    from kb.ask.evaluate import load_eval
+    from kb.content.entries import load_entries
 
     qs = [q for le in load_entries(ROOT / "data/entries") for _, q in le.entry.queries.all()]
     qs += [i["query"] for i in load_eval(ROOT / "tests/eval/heldout.yaml")]
@@ -126,7 +126,7 @@ def kb_cmd(kb_root: Path) -> list[str]:
     """The real `kb` console script, or the same entry point from another checkout."""
     if kb_root.resolve() == ROOT:
         return [KB]
-    code = f"import sys; sys.path.insert(0, {str(kb_root)!r}); from kb.cli import main; sys.exit(main())"
+    code = f"import sys; sys.path.insert(0, {str(kb_root)!r}); from cli.main import main; sys.exit(main())"
     return [sys.executable, "-c", code]
 
 
@@ -155,7 +155,7 @@ _WARM_CHILD = r"""
 import json, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from kb.answer import Engine
+from kb.ask.engine import Engine
 qs = json.loads(Path(sys.argv[3]).read_text())
 eng = Engine(index_path=Path(sys.argv[2]), entries_root=Path(sys.argv[1]) / "data" / "entries")
 emb = eng.retriever.embedder
@@ -234,25 +234,25 @@ out = []
 def step(name, t):
     out.append((name, round((time.perf_counter() - t) * 1000, 1)))
 t = time.perf_counter(); import numpy; step("import numpy", t)
-HAS_THREADS = (Path(sys.argv[1]) / "kb" / "threads.py").exists()  # (the editable install would find ours)
+HAS_THREADS = (Path(sys.argv[1]) / "kb" / "index" / "threads.py").exists()  # (the editable install would find ours)
 t = time.perf_counter()
 if HAS_THREADS:
-    from kb.threads import load_faiss
+    from kb.index.threads import load_faiss
     load_faiss()
 else:
     import faiss
 step("import faiss", t)
 t = time.perf_counter()
 if HAS_THREADS:
-    from kb.threads import load_bm25s
+    from kb.index.threads import load_bm25s
     load_bm25s()
-    step("import bm25s (kb.threads.load_bm25s: no scipy.sparse)", t)
+    step("import bm25s (kb.index.threads.load_bm25s: no scipy.sparse)", t)
 else:
     import bm25s
     step("import bm25s (with scipy.sparse, tqdm)", t)
 import bm25s
-t = time.perf_counter(); import kb.answer; step("import kb.answer (rest: kb modules, yaml, pydantic?)", t)
-t = time.perf_counter(); import kb.cli; step("import kb.cli (click)", t)
+t = time.perf_counter(); import kb.ask.engine; step("import kb.ask.engine (rest: kb modules, yaml, pydantic?)", t)
+t = time.perf_counter(); import cli.main; step("import cli.main (click)", t)
 t = time.perf_counter(); import indexer.build; step("import indexer.build (CLI: ensure_index)", t)
 import faiss
 cur = index / "current" if (index / "current").exists() else index
@@ -260,13 +260,13 @@ t = time.perf_counter(); units = [json.loads(l) for l in (cur / "units.jsonl").r
 t = time.perf_counter(); ents = json.loads((cur / "entries.json").read_text(encoding="utf-8")); step("json: entries.json", t)
 t = time.perf_counter(); faiss.read_index(str(cur / "dense.faiss")); step("faiss.read_index", t)
 t = time.perf_counter(); bm25s.BM25.load(str(cur / "bm25"), show_progress=False, mmap=False); step("bm25s load", t)
-from kb.index import load_index
+from kb.index.load import load_index
 t = time.perf_counter(); idx = load_index(index); step("load_index (all of the above loads)", t)
-from kb.embedders import embedder_for_id
+from kb.index.embedders import embedder_for_id
 t = time.perf_counter(); emb = embedder_for_id(idx.embedder_id); step("embedder load", t)
-from kb.retrieve import Retriever
+from kb.ask.retrieve import Retriever
 t = time.perf_counter(); Retriever(idx, emb); step("Retriever init", t)
-from kb.answer import Engine
+from kb.ask.engine import Engine
 t = time.perf_counter(); eng = Engine(index_path=index, entries_root=Path(sys.argv[1]) / "data" / "entries"); step("Engine() (load_index again + embedder + registry)", t)
 t = time.perf_counter(); ans = eng.ask("zero3 oom first step"); step("first ask", t)
 t = time.perf_counter(); eng.ask("zero3 oom first step"); step("second ask", t)
@@ -305,7 +305,7 @@ def cold_profile(index: Path, kb_root: Path, keep_omp: bool, runs: int = 3) -> N
             "-X",
             "importtime",
             "-c",
-            "import sys; from kb.cli import main; sys.exit(main())",
+            "import sys; from cli.main import main; sys.exit(main())",
             "ask",
             COLD_QUERY,
             "--json",
@@ -387,10 +387,10 @@ def synthetic(tmp: Path, n_units: int, index: Path) -> dict:
     import bm25s
 
     from indexer.build import make_dense_index
-    from kb.answer import Engine
-    from kb.index import load_index
-    from kb.text import tokenize
-    from kb.threads import load_faiss
+    from kb.ask.engine import Engine
+    from kb.ask.text import tokenize
+    from kb.index.load import load_index
+    from kb.index.threads import load_faiss
 
     faiss = load_faiss()
     base = load_index(index)
@@ -441,7 +441,7 @@ def main() -> None:
     if a.cold_profile:
         cold_profile(index, a.kb_root, a.keep_omp_env)
         return
-    from kb.evaluate import load_eval
+    from kb.ask.evaluate import load_eval
 
     heldout = [i["query"] for i in load_eval(ROOT / "tests/eval/heldout.yaml")][: a.warm_queries or None]
     print("cold and warm, idle vs every core busy:")
@@ -450,7 +450,7 @@ def main() -> None:
         return
     print("where cold start goes:")
     cold_profile(index, a.kb_root, a.keep_omp_env)
-    from kb.answer import Engine
+    from kb.ask.engine import Engine
 
     eng = Engine(index_path=index)
     print(eng.index.embedder_id, f"{len(eng.index.entries)} entries, {len(eng.index.units)} units")

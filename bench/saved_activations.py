@@ -1,14 +1,14 @@
-"""What autograd saves for backward in a Llama-family decoder layer, counted on CPU, against kb.memory's formula.
+"""What autograd saves for backward in a Llama-family decoder layer, counted on CPU, against kb.memory.estimate's formula.
 
 python bench/saved_activations.py [--tokens 1024]
 
 Builds small bf16 Llama models from transformers (random weights, SDPA attention) with 2 and 4 layers, runs one
 forward with labels under ``torch.autograd.graph.saved_tensors_hooks`` and adds up the distinct storages saved
 (parameters excluded). The difference between 4 and 2 layers, halved, is one layer's bytes; divided by the tokens
-it is the per-token figure that ``kb.memory.layer_activation_bytes`` (22h + 4kv + 8i) stands for. Modes: a full
+it is the per-token figure that ``kb.memory.estimate.layer_activation_bytes`` (22h + 4kv + 8i) stands for. Modes: a full
 fine-tune; peft LoRA r16 on every linear layer with the adapters cast to bf16; LoRA as get_peft_model leaves it
 (fp32 adapters, ``autocast_adapter_dtype=True``), whose extra over bf16 adapters is what
-``kb.memory.LORA_FP32_INPUT_BYTES`` x (6h + i) stands for. With activation checkpointing a layer keeps its
+``kb.memory.estimate.LORA_FP32_INPUT_BYTES`` x (6h + i) stands for. With activation checkpointing a layer keeps its
 input (2h). The figures do not depend on a GPU: the same tensors are saved there (run d, docs/memory.md).
 """
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kb.memory import LORA_FP32_INPUT_BYTES, ModelShape, layer_activation_bytes  # noqa: E402
+from kb.memory.estimate import LORA_FP32_INPUT_BYTES, ModelShape, layer_activation_bytes  # noqa: E402
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 SHAPES = [
@@ -91,7 +91,7 @@ def per_layer(shape: ModelShape, mode: str, ckpt: bool, tokens: int = 512, attn:
 
 
 def eager_extra(shape: ModelShape, tokens: int = 512) -> float:
-    """What eager attention keeps per layer beyond SDPA, in units of a·s² (heads x tokens²): kb.memory counts 6
+    """What eager attention keeps per layer beyond SDPA, in units of a·s² (heads x tokens²): kb.memory.estimate counts 6
     (the fp32 softmax output and its 16-bit copy)."""
     extra = (per_layer(shape, "full", False, tokens, "eager") - per_layer(shape, "full", False, tokens)) * tokens
     return extra / (shape.heads * tokens * tokens)
@@ -101,7 +101,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tokens", type=int, default=1024)
     args = ap.parse_args()
-    print("| shape | mode | checkpointing | measured bytes/token/layer | kb.memory | error |")
+    print("| shape | mode | checkpointing | measured bytes/token/layer | kb.memory.estimate | error |")
     print("|---|---|---|---|---|---|")
     for s in SHAPES:
         base = layer_activation_bytes(s, 1, 1)

@@ -1,2 +1,2 @@
 """Chat surfaces (Discord, Slack). Not built yet: each will turn a platform event into
-``kb.answer.Engine.ask`` and the answer into a platform payload, with no logic of its own."""
+``kb.ask.engine.Engine.ask`` and the answer into a platform payload, with no logic of its own."""

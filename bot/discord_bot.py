@@ -91,7 +91,7 @@ def internal_error(lang: str, where: str, exc: BaseException) -> Reply:
 
 
 def _model_is_path(model: str) -> bool:
-    # kb.memory.resolve_model also reads config.json files by path: never from chat input
+    # kb.memory.estimate.resolve_model also reads config.json files by path: never from chat input
     m = model.strip()
     return "/" in m or "\\" in m or m.startswith(("~", ".")) or m.lower().endswith(".json")
 

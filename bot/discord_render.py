@@ -636,7 +636,7 @@ def render_entry(result: dict[str, Any], lang: str, site_base_url: str = "") -> 
 
 
 def _lint_finding(f: dict[str, Any], lang: str) -> dict[str, Any]:
-    """A kb.lint finding dict (message / message_zh) -> the contract's Finding shape, in ``lang``."""
+    """A kb.doctor.lint finding dict (message / message_zh) -> the contract's Finding shape, in ``lang``."""
     zh = lang == "zh" and f.get("message_zh")
     return {
         "code": f["code"],
@@ -672,8 +672,8 @@ def render_lint(data: dict[str, Any], lang: str) -> dict[str, Any]:
 
 
 def memory_view(e: dict[str, Any], lang: str) -> dict[str, Any]:
-    """A ``kb mem`` estimate dict -> the Answer's Memory shape (kb.answer.memory_contract), for doc.memory_blocks."""
-    from kb.answer import memory_contract
+    """A ``kb mem`` estimate dict -> the Answer's Memory shape (kb.ask.engine.memory_contract), for doc.memory_blocks."""
+    from kb.ask.engine import memory_contract
 
     s = e.get("setup") or {}
     assumptions = (

@@ -140,7 +140,7 @@ def normalise(query: str) -> str:
 class AnswerService:
     def __init__(self, settings: Settings | None = None, engine=None, store: FeedbackStore | None = None, limiter=None):
         """Opens the engine now (raises IndexMissing / IndexStale / IndexCorrupt: a bot must not start without it)."""
-        from kb.answer import Engine
+        from kb.ask.engine import Engine
 
         self.settings = settings or Settings()
         s = self.settings
@@ -219,8 +219,8 @@ class AnswerService:
     # ------------------------------------------------------------ asking
 
     async def ask(self, req: AskRequest) -> Reply:
-        from kb.answer import QueryError
-        from kb.configs import ConfigError
+        from kb.ask.engine import QueryError
+        from kb.doctor.configs import ConfigError
 
         t0 = time.perf_counter()
         query = (req.query or "").strip()
@@ -316,8 +316,8 @@ class AnswerService:
     async def lint(
         self, config_text: str, name: str, lang: str = "en", user: str | None = None, channel: str | None = None
     ) -> Reply:
-        from kb.configs import ConfigError, parse_config
-        from kb.lint import lint_config
+        from kb.doctor.configs import ConfigError, parse_config
+        from kb.doctor.lint import lint_config
 
         gated = self._gate(lang, user, channel)
         if gated:
@@ -337,7 +337,7 @@ class AnswerService:
         return Reply("lint", lang, data=data)
 
     async def mem(self, lang: str = "en", user: str | None = None, channel: str | None = None, **setup: Any) -> Reply:
-        from kb.memory import Setup, estimate_with_changes, resolve_model
+        from kb.memory.estimate import Setup, estimate_with_changes, resolve_model
 
         gated = self._gate(lang, user, channel)
         if gated:
@@ -366,7 +366,7 @@ class AnswerService:
         return Reply("memory", lang, data=data)
 
     async def show(self, entry_id: str, lang: str = "en", user: str | None = None, channel: str | None = None) -> Reply:
-        from kb.answer import entry_result
+        from kb.ask.engine import entry_result
         from kb.contract import to_dict
 
         gated = self._gate(lang, user, channel)

@@ -519,7 +519,7 @@ def parse_mem(text: str) -> tuple[dict[str, Any], str | None, str | None]:
     """``<model> [key=value ...]`` -> (service.mem keyword arguments, error or None, lang option or None).
 
     The model is a preset name or a size (never a path: a chat user must not make the bot read files)."""
-    from kb.memory import PRESETS, parse_params
+    from kb.memory.estimate import PRESETS, parse_params
 
     tokens = text.split()
     if not tokens:

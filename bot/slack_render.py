@@ -553,8 +553,8 @@ def lint_body(data: dict[str, Any], lang: str) -> dict[str, Any]:
 
 def estimate_memory(data: dict[str, Any], lang: str) -> dict[str, Any]:
     """A ``kb mem`` estimate (``Estimate.to_dict()``) as the answer contract's Memory, labels in ``lang``
-    (kb.answer.memory_contract, the one conversion every surface uses)."""
-    from kb.answer import memory_contract
+    (kb.ask.engine.memory_contract, the one conversion every surface uses)."""
+    from kb.ask.engine import memory_contract
 
     s = data.get("setup") or {}
     what = s.get("shape") or f"{(data.get('params') or 0) / 1e9:.2f}B"

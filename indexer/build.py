@@ -7,7 +7,7 @@ Layout of an index folder (``index/`` by default, ``$KB_INDEX`` to move it)::
                      units.jsonl        one retrieval unit per line (entry id, kind, lang, text, hash)
                      vectors.npy        unit embeddings (float32, L2-normalised; reused by hash)
                      dense.faiss        FAISS IndexFlatIP over vectors.npy
-                     bm25/              bm25s index over kb.text.tokenize(unit text)
+                     bm25/              bm25s index over kb.ask.text.tokenize(unit text)
                      entries.json       validated entries, for rendering without YAML/pydantic
 
 The entries' ``queries`` / ``not_queries`` are retrieval tests and are never indexed.
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kb.entries import Entry, entry_files, load_entry_errors
-from kb.index import entries_fingerprint
+from kb.content.entries import Entry, entry_files, load_entry_errors
+from kb.index.load import entries_fingerprint
+from kb.index.units import Unit, entry_hash, entry_units, load_vector_cache, signature_text, vector_cache_path  # noqa: F401
 from kb.paths import entries_dir, index_dir, registry_dir
-from kb.units import Unit, entry_hash, entry_units, load_vector_cache, signature_text, vector_cache_path  # noqa: F401
 
 INDEX_FORMAT = 1
 
@@ -82,8 +82,8 @@ def build_index(
     import bm25s
     import faiss
 
-    from kb.embedders import embedder_for_id, get_embedder
-    from kb.text import tokenize
+    from kb.ask.text import tokenize
+    from kb.index.embedders import embedder_for_id, get_embedder
 
     t0 = time.perf_counter()
     out = out or index_dir()
@@ -271,7 +271,7 @@ def ensure_index(
 
     ``on_start(reason)`` is called with "missing" or "stale" before a build starts. A corrupt index is
     not rebuilt silently: IndexCorrupt propagates (its message says `kb build --full`)."""
-    from kb.index import IndexMissing, load_index
+    from kb.index.load import IndexMissing, load_index
 
     out = out or index_dir()
     root = entries_root or entries_dir()

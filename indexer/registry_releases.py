@@ -3,7 +3,7 @@
 Three steps, each one a plain function:
 
 1. :func:`install` puts one release (``pkg==version``) into its own folder,
-   ``.cache/kb/releases/<pkg>-<version>/``, with ``pip install --no-deps --target``, plus only those of
+   ``.cache/kb/registry/releases/<pkg>-<version>/``, with ``pip install --no-deps --target``, plus only those of
    its dependencies whose installed versions it refuses (an old transformers pins tokenizers and
    huggingface_hub ranges). torch stays the environment's own.
 2. :func:`build_release` runs the ordinary builder (``indexer.registry_build``) in a subprocess with that

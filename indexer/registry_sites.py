@@ -13,7 +13,7 @@ Each ``raise`` / ``assert`` becomes a ``raise_site`` record; each ``warnings.war
 each ``logger.info`` that says something is ignored or overridden) a ``warn_site`` record, with the function,
 file and line, the exception class or log level, the message template (the literal text, with ``{expr}`` for
 what is formatted in) and the names the guarding ``if`` tests read (best effort). ``SITE_CLASSES`` says, per
-site id, whether a config or a launch line can trigger it and why (kb/lintrules/sites.py turns the ones no
+site id, whether a config or a launch line can trigger it and why (kb/doctor/rules/sites.py turns the ones no
 other rule covers into rules). ``site_records(pkg, version)`` is the provider ``kb registry build`` calls.
 """
 
@@ -348,7 +348,7 @@ def site_ids(pkg: str, sites: list[Site]) -> list[str]:
 # config triggers it, no rule: the reason says why), "internal" (objects, environment or state, not a config).
 # The first matching entry wins: exact ids first, then globs.
 SITE_CLASSES: dict[str, tuple[str, str]] = {
-    # ---- the rules of kb/lintrules/sites.py
+    # ---- the rules of kb/doctor/rules/sites.py
     "deepspeed:site.DeepSpeedConfig._do_error_check.ValueError.sum-is-not-supported-with-zero": (
         "rule:KB050",
         'gradient_allreduce_op "sum" with zero_optimization.stage 3',

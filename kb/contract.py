@@ -73,7 +73,7 @@ class Snippet:
 
 @dataclass
 class Equivalent:
-    """The same settings as a fix's DeepSpeed snippet, written for another front end (kb.frontends)."""
+    """The same settings as a fix's DeepSpeed snippet, written for another front end (kb.doctor.frontends)."""
 
     front_end: str  # accelerate_yaml | accelerate_launch | training_args | ...
     snippet: Snippet | None  # the settings in that front end's own syntax (None: no equivalent there)

@@ -13,7 +13,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "no_answer": "No confident answer: this does not match anything the knowledge base covers well. "
         "The closest entries are listed below, marked as such; they may not apply.",
         "truncated": "The query was longer than {n} characters; only the first {n} were used.",
-        # why a result matched (kb.retrieve.Hit)
+        # why a result matched (kb.ask.retrieve.Hit)
         "why.signature": "error signature /{pattern}/",
         "why.names": "names {names}",
         "why.dense": "{unit} \u201c{text}\u201d (cosine {cos})",
@@ -29,7 +29,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "unit.fix": "fix",
         "unit.myth": "myth",
         "unit.params": "parameter names",
-        # versions (kb.releases): names and entries judged by the user's releases
+        # versions (kb.registry.releases): names and entries judged by the user's releases
         "attachment_versions": "The attachment is a version report (pip freeze / ds_report / env output): its versions were used; it was not linted as a config.",
         "ver.renamed": "`{shown}` in {pkg} {release}; `{name}` is its spelling from {since} on",
         "ver.absent_added": "`{name}` is not in {pkg} {release}: it first appears in {since}",
@@ -44,7 +44,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "mem.assume_one_gpu": "one GPU (say how many GPUs in the question to change this)",
         "mem.assume_setup": "sequence length {seq}, {gpu_mem:g} GiB per GPU, activation checkpointing off",
         "mem.assume_count_only": "parameter count only (name a preset such as llama2-7b for activations)",
-        # the user's versions (kb.versions: --versions, kb env)
+        # the user's versions (kb.registry.versions: --versions, kb env)
         "versions.empty": '--versions is empty: give pkg==version tokens, e.g. "deepspeed==0.14.4 transformers==4.46.3" '
         "(packages: {accepted})",
         "versions.bad_token": "--versions: cannot read {token!r}: write pkg==version, e.g. deepspeed==0.14.4 "

@@ -4,7 +4,7 @@ Layout (every page is ``<folder>/index.html``; links between pages are relative,
 any path prefix):
 
 - ``/``: both languages; ``/en/``, ``/zh/``: home (search, areas with their entries, counts)
-- ``/<lang>/<entry id>/``: one page per entry (``kb.answer.site_path``, the ``path`` of an answer's result)
+- ``/<lang>/<entry id>/``: one page per entry (``kb.ask.engine.site_path``, the ``path`` of an answer's result)
 - ``/<lang>/params/``: every registry record, by package; ``/<lang>/params/<package>/<path>/``: a record
   that an entry uses
 - ``/<lang>/names/``: names that do not exist; ``/<lang>/seed-thread/``: the seed thread's claims
@@ -254,7 +254,7 @@ def param_context(m: Model, lang: str, rid: str) -> dict[str, Any]:
 
 
 def index_context(m: Model, lang: str) -> dict[str, Any]:
-    from kb.registry import PACKAGE_ORDER
+    from kb.registry.store import PACKAGE_ORDER
 
     groups = []
     pkgs = sorted(m.registry.versions, key=lambda p: (PACKAGE_ORDER.get(p, 9), p))
@@ -267,7 +267,7 @@ def index_context(m: Model, lang: str) -> dict[str, Any]:
     return {"groups": groups, "total": len(names)}
 
 
-# registry records that are not names a user writes: code sites and front-end mappings (kb/registry.py)
+# registry records that are not names a user writes: code sites and front-end mappings (kb/registry/store.py)
 NOT_NAMES = ("raise_site", "warn_site", "mapping")
 
 
@@ -524,8 +524,8 @@ def build_site(
 ) -> dict[str, Any]:
     """Build the whole site into ``out`` (replacing an earlier export there); return ``export_report``."""
     from kb import paths
-    from kb.entries import EntryError, load_entries
-    from kb.registry import Registry
+    from kb.content.entries import EntryError, load_entries
+    from kb.registry.store import Registry
 
     if base_url and not base_url.startswith(("http://", "https://")):
         raise SiteError(f"--base-url must start with http:// or https://, got {base_url!r}")

@@ -1,6 +1,6 @@
 """What the site shows, computed once from the entries, the registry and the seed claims; no rendering here.
 
-Entry pages show ``kb.answer.entry_result`` (the same Result a `kb ask` / `kb show` answer carries), plus
+Entry pages show ``kb.ask.engine.entry_result`` (the same Result a `kb ask` / `kb show` answer carries), plus
 the entry's symptoms and the verdicts of its myth names. Registry records get a page when an entry uses
 them: entry and fix params, the records myth names resolve to, and the records the registry suggests for
 names that do not exist. Every other record is listed (with an anchor) on the parameter index.
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.answer import entry_result
+from kb.ask.engine import entry_result
+from kb.content.entries import AREAS, LoadedEntry
 from kb.contract import to_dict
-from kb.entries import AREAS, LoadedEntry
-from kb.registry import CONFIG_KINDS, PACKAGE_ORDER, Registry
+from kb.registry.store import CONFIG_KINDS, PACKAGE_ORDER, Registry
 
 LANGS = ("en", "zh")
 # site folders next to the entry pages (/en/<id>/): an entry id must not take one of these names

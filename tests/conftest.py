@@ -70,14 +70,14 @@ def shared_file(rel: str) -> Path:
 
 @pytest.fixture(scope="session")
 def registry():
-    from kb.registry import Registry
+    from kb.registry.store import Registry
 
     return Registry.load(ROOT / "data" / "registry")
 
 
 @pytest.fixture(scope="session")
 def entries():
-    from kb.entries import load_entries
+    from kb.content.entries import load_entries
 
     return load_entries(ENTRIES)
 
@@ -94,7 +94,7 @@ def fake_index(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def fake_engine(fake_index):
-    from kb.answer import Engine
+    from kb.ask.engine import Engine
 
     return Engine(index_path=fake_index, entries_root=ENTRIES)
 
@@ -117,7 +117,7 @@ def built_index(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def engine(built_index):
-    from kb.answer import Engine
+    from kb.ask.engine import Engine
 
     return Engine(index_path=built_index, entries_root=ENTRIES)
 

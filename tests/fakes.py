@@ -2,7 +2,7 @@
 ranking quality.
 
     from tests import fakes
-    fakes.register()                      # adds "fake" to kb.embedders.EMBEDDERS
+    fakes.register()                      # adds "fake" to kb.index.embedders.EMBEDDERS
     build_index(path, entries_root, embedder_spec="fake")
     embedder_for_id("fake:1:128")         # what Engine does with the manifest's id
 
@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kb.embedders import EMBEDDERS, register_embedder
+from kb.index.embedders import EMBEDDERS, register_embedder
 
 NAME = "fake"
 VERSION = 1

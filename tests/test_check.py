@@ -1,6 +1,6 @@
 """`kb check`: the shipped entries pass; broken ones fail with file, line, field and a stable code.
 
-Every check is a unit (``kb.check.CHECKS``): its bad cases (mutations of a real valid entry) are
+Every check is a unit (``kb.content.check.CHECKS``): its bad cases (mutations of a real valid entry) are
 reported with its code, its ok cases are clean, and docs/entry-format.md lists exactly its codes.
 """
 
@@ -11,7 +11,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from kb.check import (
+from cli.main import main
+from kb.content.check import (
     BASE_ENTRY,
     CHECKS,
     CHECKS_BEGIN,
@@ -22,7 +23,6 @@ from kb.check import (
     checks_markdown,
     write_case,
 )
-from kb.cli import main
 from tests.conftest import ROOT
 
 BROKEN = ROOT / "tests" / "fixtures" / "entries_broken"
@@ -110,7 +110,7 @@ def test_show_renders_both_languages():
 
 
 def test_cjk_fold_spaces_removed():
-    from kb.entries import unfold_cjk
+    from kb.content.entries import unfold_cjk
 
     assert (
         unfold_cjk("切分到多张卡上。单卡的 时候\n  没有 offload 别的") == "切分到多张卡上。单卡的时候没有 offload 别的"
@@ -161,13 +161,13 @@ def test_cases_edit_text_that_exists(tmp_path):
         for case in c.bad + c.ok:
             write_case(case, tmp_path / c.code / case.note.replace(" ", "_").replace('"', ""), BASE_TEXT)
     with pytest.raises(ValueError, match="occurs 0 times"):
-        from kb.check import EntryCase
+        from kb.content.check import EntryCase
 
         write_case(EntryCase("nothing", (("no such text", "x"),)), tmp_path / "none", BASE_TEXT)
 
 
 def test_problem_str_and_json_carry_the_code():
-    from kb.check import problems_json
+    from kb.content.check import problems_json
 
     p = Problem("CHK007", "data/entries/x.yaml", 3, "related.0", "no entry with id 'y'")
     assert str(p) == "data/entries/x.yaml:3: CHK007 related.0: no entry with id 'y'"
@@ -187,8 +187,10 @@ def test_every_check_code_is_documented():
     doc = (ROOT / "docs" / "entry-format.md").read_text(encoding="utf-8")
     assert doc.count(CHECKS_BEGIN) == 1 and doc.count(CHECKS_END) == 1
     table = doc.split(CHECKS_BEGIN, 1)[1].split(CHECKS_END, 1)[0].strip("\n")
-    assert table == checks_markdown(), "docs/entry-format.md check table is stale: paste `python -m kb.check`"
-    out = subprocess.run([sys.executable, "-m", "kb.check"], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert table == checks_markdown(), "docs/entry-format.md check table is stale: paste `python -m kb.content.check`"
+    out = subprocess.run(
+        [sys.executable, "-m", "kb.content.check"], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert out.stdout.strip() == checks_markdown()
 
 
@@ -241,7 +243,7 @@ def test_fix_says_declare_external_when_the_registry_has_none(tmp_path):
 def test_python_inputs_are_the_readers_own_variables():
     """A bare name a python snippet only reads as a value is the reader's variable (not a name to link); a name
     it calls, defines, passes as a keyword or uses as an object is not."""
-    from kb.check import python_inputs
+    from kb.content.check import python_inputs
 
     code = (
         "tok = AutoTokenizer.from_pretrained(adapter_dir)\n"
@@ -258,7 +260,7 @@ def test_python_inputs_are_the_readers_own_variables():
 def test_shell_variables_set_and_read_by_the_snippet():
     """NAME=value alone on a line and read back as $NAME is the snippet's own; an export or a NAME=1 prefix to
     a command is an environment variable for a program."""
-    from kb.check import shell_variables
+    from kb.content.check import shell_variables
 
     code = "CKPT=out/checkpoint-2000\nls $CKPT\nDS_CFG=$(realpath a.json)\necho ${DS_CFG}\n"
     code += "export CUDA_HOME=/usr/local/cuda\nexport PATH=$CUDA_HOME/bin:$PATH\nNCCL_P2P_DISABLE=1 python t.py\n"
@@ -267,7 +269,7 @@ def test_shell_variables_set_and_read_by_the_snippet():
 
 def test_call_result_attribute_links_only_to_a_method(registry):
     """``f(x).attr``: code on a call's result, linked when the registry has a method of that name, else outside."""
-    from kb.check import _records_for, _snippet_names
+    from kb.content.check import _records_for, _snippet_names
 
     names = {sn.name: sn for sn in _snippet_names("python", "a = f(x).pretrained_model\nb = g(y).dtype\n", ("f",), 0)}
     assert {"().pretrained_model", "().dtype"} <= set(names)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb.configs import (
+from kb.doctor.configs import (
     MAX_NESTING,
     ConfigError,
     QueryHints,
@@ -123,13 +123,13 @@ def test_fuzz_decode_bytes_decodes_or_refuses(data):
     ],
 )
 def test_facts_from_query(query, expected):
-    from kb.configs import facts_from_query
+    from kb.doctor.configs import facts_from_query
 
     assert facts_from_query(query).as_dict() == expected
 
 
 def test_llamafactory_yaml_facts_from_its_file_names():
-    from kb.configs import facts_from_config
+    from kb.doctor.configs import facts_from_config
 
     text = (
         "model_name_or_path: meta-llama/Llama-2-7b-hf\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
@@ -145,8 +145,8 @@ def test_llamafactory_yaml_facts_from_its_file_names():
 
 
 def test_stated_facts_boost_and_demote_where_the_config_says_nothing():
-    from kb.configs import QueryFacts
-    from kb.retrieve import Hit, Retriever
+    from kb.ask.retrieve import Hit, Retriever
+    from kb.doctor.configs import QueryFacts
 
     r = Retriever.__new__(Retriever)
     stated = QueryFacts(zero_stage=3, precision="fp16", when="start")
@@ -165,7 +165,7 @@ def test_stated_facts_boost_and_demote_where_the_config_says_nothing():
 
 
 def test_when_the_failure_happens():
-    from kb.configs import facts_from_query
+    from kb.doctor.configs import facts_from_query
 
     assert facts_from_query("oom on first step").when == "start"
     assert facts_from_query("ZeRO-3第一步就OOM").when == "start"

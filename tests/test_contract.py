@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from cli.main import main
 from kb import contract
-from kb.cli import main
 from kb.contract import SCHEMA_VERSION
 from kb.i18n import MESSAGES, fields_of
 from kb.present import labels, markdown, plain, render_answer, terminal
@@ -83,7 +83,7 @@ def test_every_label_in_both_languages(table):
 
 
 def test_core_imports_no_surface_and_no_write_side():
-    code = "import sys, kb.answer; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    code = "import sys, kb.ask.engine; print(sorted({m.split('.')[0] for m in sys.modules}))"
     mods = set(json.loads(subprocess.check_output([sys.executable, "-c", code], cwd=ROOT).decode().replace("'", '"')))
     assert not mods & {"indexer", "rich", "pydantic", "yaml", "click", "bot", "torch"}, mods & {
         "indexer",
@@ -95,8 +95,8 @@ def test_core_imports_no_surface_and_no_write_side():
 
 
 def test_cli_holds_no_formatting():
-    """kb/cli.py prints what presenters return: no f-string or .format() is echoed directly."""
-    tree = ast.parse((ROOT / "kb" / "cli.py").read_text())
+    """cli/main.py prints what presenters return: no f-string or .format() is echoed directly."""
+    tree = ast.parse((ROOT / "cli" / "main.py").read_text())
     offenders = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "echo" and node.args:
@@ -105,7 +105,7 @@ def test_cli_holds_no_formatting():
                 isinstance(arg, ast.Call) and getattr(arg.func, "attr", None) == "format"
             ):
                 offenders.append(node.lineno)
-    assert not offenders, f"formatting inline in kb/cli.py at lines {offenders}"
+    assert not offenders, f"formatting inline in cli/main.py at lines {offenders}"
 
 
 # ---------------------------------------------------------------- presenters

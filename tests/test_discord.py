@@ -683,7 +683,7 @@ def test_run_needs_the_token_and_a_ready_index(monkeypatch, tmp_path):
     with pytest.raises(MissingToken, match="DISCORD_TOKEN"):
         run(Settings(feedback_db=str(tmp_path / "fb.sqlite")))
     monkeypatch.setenv("KB_INDEX", str(tmp_path / "no-index"))
-    from kb.index import IndexMissing
+    from kb.index.load import IndexMissing
 
     async def go():
         bot = KbDiscordBot(Settings(feedback_db=str(tmp_path / "fb.sqlite")), sync_commands=False)

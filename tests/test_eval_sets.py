@@ -4,8 +4,8 @@ import json
 
 from click.testing import CliRunner
 
-from kb.cli import main
-from kb.evaluate import evaluate, load_eval
+from cli.main import main
+from kb.ask.evaluate import evaluate, load_eval
 from tests.conftest import ROOT, shared_file
 
 EVAL = ROOT / "tests" / "eval"

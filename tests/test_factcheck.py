@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb.cli import main
-from kb.factcheck import VERDICTS, check_names, judge
+from cli.main import main
+from kb.registry.factcheck import VERDICTS, check_names, judge
 from tests.conftest import ROOT
 
 FIX = ROOT / "tests" / "fixtures" / "names"
@@ -126,7 +126,7 @@ def test_the_same_invented_names_in_prose_are_only_unverified(registry):
 
 
 def test_the_issue_sentence():
-    from kb.registry import Registry
+    from kb.registry.store import Registry
 
     reg = Registry.load()
     v = {n.name: n.verdict for n in check_names(ISSUE, reg)}

@@ -22,8 +22,8 @@ import yaml
 
 from indexer import registry_frontends as rf
 from indexer.registry_build import _pkg_root
-from kb import frontends as fe
-from kb.registry import Registry
+from kb.doctor import frontends as fe
+from kb.registry.store import Registry
 
 FIX = {
     "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}},
@@ -483,7 +483,7 @@ def test_detect_front_end_from_query(query, expected):
 
 
 def test_detect_front_end_from_config():
-    from kb.configs import parse_config
+    from kb.doctor.configs import parse_config
 
     assert fe.detect_front_end("deepspeed", "HF Trainer") == "deepspeed"
     assert fe.detect_front_end("accelerate", "") == "accelerate_yaml"
@@ -523,8 +523,8 @@ def test_provider_types_no_deepspeed_key():
 
 
 def test_mapping_paths_are_deepspeed_keys(registry, acc_records, hf_records):
-    """Every ds path a mapping names is a DeepSpeed config key, or a key of a free-form section (kb.lint.FREE_FORM)."""
-    from kb.lint import FREE_FORM
+    """Every ds path a mapping names is a DeepSpeed config key, or a key of a free-form section (kb.doctor.lint.FREE_FORM)."""
+    from kb.doctor.lint import FREE_FORM
 
     for r in acc_records + hf_records:
         if r["path"] == rf.WHOLE_CONFIG:

@@ -7,10 +7,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb.cli import main
-from kb.configs import ConfigError, parse_config
-from kb.factcheck import VERDICTS, check_names
-from kb.lint import RULES, lint_config
+from cli.main import main
+from kb.doctor.configs import ConfigError, parse_config
+from kb.doctor.lint import RULES, lint_config
+from kb.registry.factcheck import VERDICTS, check_names
 from tests.conftest import ROOT, fuzz_examples, shared_file
 
 FIX = ROOT / "tests" / "fixtures" / "configs"
@@ -137,7 +137,7 @@ def test_bad_input_clear_and_nonzero(tmp_path):
 
 
 def test_every_rule_is_documented_and_linked():
-    from kb.entries import load_entries
+    from kb.content.entries import load_entries
 
     ids = {le.entry.id for le in load_entries(ROOT / "data" / "entries")}
     for code, r in RULES.items():

@@ -24,10 +24,10 @@ import pytest
 import yaml
 
 from indexer import registry_build as rb
-from kb.configs import parse_config
-from kb.lint import RULES, lint_config
-from kb.lintrules import frontends as fe
-from kb.registry import Registry
+from kb.doctor.configs import parse_config
+from kb.doctor.lint import RULES, lint_config
+from kb.doctor.rules import frontends as fe
+from kb.registry.store import Registry
 
 deepspeed = pytest.importorskip("deepspeed")
 logging.getLogger("DeepSpeed").setLevel(logging.ERROR)
@@ -508,7 +508,7 @@ def test_launch_lines_keep_the_launchers_argv(line, command, argv):
     assert (d["command"], d["argv"]) == (command, argv)
 
 
-# The error rules of kb/lintrules/frontends.py and the tests above that prove them against the real tool
+# The error rules of kb/doctor/rules/frontends.py and the tests above that prove them against the real tool
 # (the launchers' argparse parsers, HfArgumentParser / TrainingArguments, DeepSpeed's file loader); they are
 # proven here rather than in tests/test_lint_oracle.py, whose cases are built with DeepSpeed's config classes.
 PROVEN_HERE = {

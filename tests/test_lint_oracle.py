@@ -1,6 +1,6 @@
 """Every lint verdict about validity, proven against DeepSpeed itself.
 
-For each case, the config is linted (kb.lint, no DeepSpeed involved) and then built with DeepSpeed's
+For each case, the config is linted (kb.doctor.lint, no DeepSpeed involved) and then built with DeepSpeed's
 own config classes on CPU: DeepSpeed must raise, ignore or accept it exactly as the finding says.
 Every validity rule (``Rule.validity``: DeepSpeed or accelerate raises) must have a case here
 (``RAISES`` or a test marked ``@proves``), and every bad / ok case a validity rule carries is built too.
@@ -14,8 +14,8 @@ from unittest import mock
 
 import pytest
 
-from kb.configs import parse_config
-from kb.lint import CORE_ORACLE, RULES, lint_config
+from kb.doctor.configs import parse_config
+from kb.doctor.lint import CORE_ORACLE, RULES, lint_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -356,7 +356,7 @@ def test_error_rules_are_validity_rules_unless_deepspeed_accepts_the_config():
     not_enforced = {"KB014"}
     errors = {code for code, r in RULES.items() if r.severity == "error"}
     assert {code for code, r in RULES.items() if r.validity} == errors - not_enforced
-    # rules of kb/lintrules/ are proven in their own oracle files (Rule.oracle), which run their rule module's cases
+    # rules of kb/doctor/rules/ are proven in their own oracle files (Rule.oracle), which run their rule module's cases
     for code, r in RULES.items():
         if r.validity and r.oracle != CORE_ORACLE:
             module = r.check.__module__.rsplit(".", 1)[-1]

@@ -1,4 +1,4 @@
-"""The site rules (kb/lintrules/sites.py, KB050-KB069) proven against the real code, on CPU.
+"""The site rules (kb/doctor/rules/sites.py, KB050-KB069) proven against the real code, on CPU.
 
 Every bad case of every site rule is linted (it must fire) and then run through the code the rule cites:
 DeepSpeedConfig and the engine's optimizer builder, accelerate's launcher (argument checks, the launch env,
@@ -20,9 +20,9 @@ from unittest import mock
 import pytest
 
 from indexer import registry_sites as rs
-from kb.configs import parse_config
-from kb.lint import RULES
-from kb.lintrules import sites as srules
+from kb.doctor.configs import parse_config
+from kb.doctor.lint import RULES
+from kb.doctor.rules import sites as srules
 
 deepspeed = pytest.importorskip("deepspeed")
 from deepspeed.runtime.config import DeepSpeedConfig  # noqa: E402

@@ -1,4 +1,4 @@
-"""The type rules (kb/lintrules/types.py, KB040-KB046), proven by running the real code on CPU.
+"""The type rules (kb/doctor/rules/types.py, KB040-KB046), proven by running the real code on CPU.
 
 Values DeepSpeed reads without pydantic go straight into comparisons, truth tests and constructors, so
 building a ``DeepSpeedConfig`` is not enough: where a rule says "at deepspeed.initialize" or "at the
@@ -26,9 +26,9 @@ from unittest import mock
 import pytest
 import yaml
 
-from kb.configs import parse_config
-from kb.lint import RULES
-from kb.lintrules import types as T
+from kb.doctor.configs import parse_config
+from kb.doctor.lint import RULES
+from kb.doctor.rules import types as T
 
 deepspeed = pytest.importorskip("deepspeed")
 import torch  # noqa: E402

@@ -8,8 +8,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from kb.cli import main
-from kb.memory import PRESETS, Setup, ds_zero2, ds_zero3, estimate, resolve_model, shape_from_hf_config
+from cli.main import main
+from kb.memory.estimate import PRESETS, Setup, ds_zero2, ds_zero3, estimate, resolve_model, shape_from_hf_config
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +155,7 @@ def test_offload_moves_the_pressure_to_host():
 
 
 def test_pinned_buffers_round_to_a_power_of_two():
-    from kb.memory import pinned
+    from kb.memory.estimate import pinned
 
     assert pinned(4.4e9) == 2**33 and pinned(2**32) == 2**32 and pinned(2**32 + 1) == 2**33 and pinned(0) == 0
 
@@ -237,7 +237,7 @@ def test_peak_is_the_largest_phase_not_the_sum():
     # tight: fits by allocation, not with the allocator's measured reserve; expandable_segments is the free change
     assert e.gpu_verdict == "tight" and e.reserved_gib > 80
     assert any("expandable_segments" in n or "allocator" in n for n in e.notes)
-    from kb.memory import estimate_with_changes
+    from kb.memory.estimate import estimate_with_changes
 
     ch = estimate_with_changes(Setup(shape=model_shape("synthetic-3b"), stage=3, seq=4096)).changes
     assert ch and ch[0]["change"].startswith("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
@@ -248,10 +248,10 @@ def test_peak_is_the_largest_phase_not_the_sum():
 
 
 def test_sub_groups_as_deepspeed_builds_them(ds_estimators):
-    """kb.memory.sub_groups against ZeRO-3's own _create_fp16_sub_groups, run on stand-in parameters."""
+    """kb.memory.estimate.sub_groups against ZeRO-3's own _create_fp16_sub_groups, run on stand-in parameters."""
     from deepspeed.runtime.zero.stage3 import DeepSpeedZeroOptimizer_Stage3
 
-    from kb.memory import param_order, sub_groups
+    from kb.memory.estimate import param_order, sub_groups
 
     class P:
         def __init__(self, n):
@@ -276,7 +276,7 @@ def test_sub_groups_as_deepspeed_builds_them(ds_estimators):
 def test_param_order_matches_transformers(name):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from kb.memory import param_order
+    from kb.memory.estimate import param_order
 
     s = PRESETS[name]
     fam = "Qwen2" if s.qkv_bias else "Mistral" if name.startswith("mistral") else "Llama"
@@ -311,7 +311,7 @@ def test_cited_deepspeed_lines_say_what_the_term_says(key):
         pytest.skip(f"sources cite deepspeed 0.19.8, installed {deepspeed.__version__}")
     from pathlib import Path
 
-    from kb.memory import SRC
+    from kb.memory.estimate import SRC
 
     pkg = Path(deepspeed.__file__).parent
     refs = re.findall(r"([\w/]+\.py)?:(\d+)(?:-(\d+))?", SRC[key])
@@ -330,7 +330,7 @@ def test_lora_activation_terms_match_what_autograd_saves():
     """The per-layer formula and peft's fp32-input term against saved_tensors_hooks on a small bf16 Llama (CPU)."""
     pytest.importorskip("peft")
     from bench.saved_activations import SHAPES, per_layer
-    from kb.memory import LORA_FP32_INPUT_BYTES, layer_activation_bytes
+    from kb.memory.estimate import LORA_FP32_INPUT_BYTES, layer_activation_bytes
 
     s = SHAPES[0]
     full = per_layer(s, "full", False, 256)
@@ -339,7 +339,7 @@ def test_lora_activation_terms_match_what_autograd_saves():
     assert abs(extra / (6 * s.hidden + s.intermediate) - LORA_FP32_INPUT_BYTES) < 0.15
     assert per_layer(s, "full", True, 256) == 2 * s.hidden  # checkpointing keeps each layer's input
     from bench.saved_activations import eager_extra
-    from kb.memory import EAGER_SCORE_BYTES
+    from kb.memory.estimate import EAGER_SCORE_BYTES
 
     assert EAGER_SCORE_BYTES <= eager_extra(s, 256) < EAGER_SCORE_BYTES * 1.15
 
@@ -375,16 +375,16 @@ def test_ask_with_config_and_model_size_carries_memory(fake_engine):
     assert fake_engine.ask("zero3 out of memory", config_text=cfg).memory is None  # no model size: no guess
 
 
-# ---------------------------------------------------------------- one home per fact: kb.memory, the registry
+# ---------------------------------------------------------------- one home per fact: kb.memory.estimate, the registry
 
 
 @pytest.mark.parametrize("params", [7e9, 13e9, 3e9, 6_738_415_616])
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
 def test_lint_fit_rule_uses_the_memory_figure(registry, params, stage):
-    """KB014 fires exactly above kb.memory's model-state figure, and says the same number and basis."""
-    from kb.configs import parse_config
-    from kb.lint import lint_config
-    from kb.memory import model_states
+    """KB014 fires exactly above kb.memory.estimate's model-state figure, and says the same number and basis."""
+    from kb.doctor.configs import parse_config
+    from kb.doctor.lint import lint_config
+    from kb.memory.estimate import model_states
 
     ms = model_states(params, stage)
     need = ms.gpu_bytes / 2**30
@@ -403,7 +403,7 @@ def test_lint_fit_rule_uses_the_memory_figure(registry, params, stage):
 
 
 def test_stage_0_and_1_use_the_zero2_formula_and_say_so():
-    from kb.memory import model_states
+    from kb.memory.estimate import model_states
 
     for stage in (0, 1):
         ms = model_states(7e9, stage)
@@ -415,9 +415,9 @@ def test_stage_0_and_1_use_the_zero2_formula_and_say_so():
 
 
 def test_defaults_come_from_the_registry(registry):
-    from kb.configs import parse_config
-    from kb.lint import lint_config
-    from kb.memory import additional_buffer_factor, registry_default
+    from kb.doctor.configs import parse_config
+    from kb.doctor.lint import lint_config
+    from kb.memory.estimate import additional_buffer_factor, registry_default
 
     rec = {
         k: json.loads(registry.get(f"deepspeed:zero_optimization.{k}")["default"])
@@ -443,21 +443,21 @@ def test_defaults_come_from_the_registry(registry):
 def test_default_card_is_one_constant():
     import inspect
 
-    from kb.lint import Case, lint_config
-    from kb.memory import DEFAULT_GPU_MEM_GIB
+    from kb.doctor.lint import Case, lint_config
+    from kb.memory.estimate import DEFAULT_GPU_MEM_GIB
 
     assert inspect.signature(lint_config).parameters["gpu_mem_gib"].default == DEFAULT_GPU_MEM_GIB
     assert Case("{}").gpu_mem_gib == DEFAULT_GPU_MEM_GIB == Setup().gpu_mem_gib
 
 
 def test_import_memory_loads_no_yaml_or_pydantic():
-    code = "import sys, kb.memory; print(any(m.split('.')[0] in ('yaml', 'pydantic') for m in sys.modules))"
+    code = "import sys, kb.memory.estimate; print(any(m.split('.')[0] in ('yaml', 'pydantic') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_every_note_and_change_has_its_chinese_twin():
-    from kb.memory import PRESETS, Setup, estimate_with_changes
+    from kb.memory.estimate import PRESETS, Setup, estimate_with_changes
 
     cases = [
         Setup(shape=PRESETS["llama2-7b"], stage=3),

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from kb.contract import SCHEMA_VERSION
-from kb.registry import Registry
-from kb.releases import UserVersion, applies, respell, spelling_fact
-from kb.versions import satisfies
+from kb.registry.releases import UserVersion, applies, respell, spelling_fact
+from kb.registry.store import Registry
+from kb.registry.versions import satisfies
 
 RELEASES = ("4.46.3", "4.57.6", "5.24.0")
 
@@ -206,8 +206,8 @@ def test_versions_read_from_the_query_and_an_attachment(engine):
 
 
 def test_entries_that_do_not_apply_are_marked_and_ranked_lower(engine, entries):
-    from kb.answer import VERSION_DEMOTE, entry_result
-    from kb.releases import pins
+    from kb.ask.engine import VERSION_DEMOTE, entry_result
+    from kb.registry.releases import pins
 
     e = next(le.entry for le in entries if le.entry.applies_to.get("deepspeed", "").startswith(">=0.18"))
     q = e.queries.en[0]
@@ -234,8 +234,8 @@ def test_entries_that_do_not_apply_are_marked_and_ranked_lower(engine, entries):
 
 
 def test_lint_judges_the_users_release(registry):
-    from kb.configs import parse_config
-    from kb.lint import lint_config
+    from kb.doctor.configs import parse_config
+    from kb.doctor.lint import lint_config
 
     cfg = parse_config('{"zero_optimization": {"stage": 3, "leaf_module": {"classes": ["X"]}}}')
     assert not [f for f in lint_config(cfg, registry) if f.path.startswith("zero_optimization.leaf_module")]
@@ -248,7 +248,7 @@ def test_cli_versions_flag(cli_env_real):
 
     from click.testing import CliRunner
 
-    from kb.cli import main
+    from cli.main import main
 
     r = CliRunner().invoke(
         main, ["ask", "gradient checkpointing oom lora", "--versions", "transformers==4.46.3", "--json"]

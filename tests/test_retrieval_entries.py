@@ -3,7 +3,7 @@ in the top 3; its not_queries must not."""
 
 import pytest
 
-from kb.entries import load_entries
+from kb.content.entries import load_entries
 from tests.conftest import ROOT
 
 ENTRIES = [le.entry for le in load_entries(ROOT / "data" / "entries")]

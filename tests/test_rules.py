@@ -1,7 +1,7 @@
 """Every lint rule is a unit: metadata, its own bad cases (must fire) and ok cases (must not), both languages.
 
-The cases live with the rules (``kb.lint.RULES``); this file runs them. docs/lint.md's rule table is
-generated from the same registry and must be exactly what ``kb.lint.rules_markdown()`` prints.
+The cases live with the rules (``kb.doctor.lint.RULES``); this file runs them. docs/lint.md's rule table is
+generated from the same registry and must be exactly what ``kb.doctor.lint.rules_markdown()`` prints.
 """
 
 import re
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from kb.configs import parse_config
+from kb.doctor.configs import parse_config
+from kb.doctor.lint import RULES, RULES_BEGIN, RULES_END, SEVERITIES, VIEWS, rules_markdown
 from kb.lang import has_cjk
-from kb.lint import RULES, RULES_BEGIN, RULES_END, SEVERITIES, VIEWS, rules_markdown
 from tests.conftest import ROOT
 
 BAD = [(code, i) for code, r in sorted(RULES.items()) for i in range(len(r.bad))]
@@ -24,18 +24,18 @@ def between(text: str, begin: str, end: str) -> str:
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
 
 
-# each rule module owns a block of codes: core kb/lint.py KB001-KB029, kb/lintrules/frontends.py KB030-KB039,
+# each rule module owns a block of codes: core kb/doctor/lint.py KB001-KB029, kb/doctor/rules/frontends.py KB030-KB039,
 # types.py KB040-KB049, sites.py KB050-KB069; codes are never reused (a retired code stays retired)
 CODE_BLOCKS = {
-    "kb.lint": (1, 29),
-    "kb.lintrules.frontends": (30, 39),
-    "kb.lintrules.types": (40, 49),
-    "kb.lintrules.sites": (50, 69),
+    "kb.doctor.lint": (1, 29),
+    "kb.doctor.rules.frontends": (30, 39),
+    "kb.doctor.rules.types": (40, 49),
+    "kb.doctor.rules.sites": (50, 69),
 }
 
 
 def test_codes_are_stable_and_in_their_module_block():
-    from kb.lint import RETIRED
+    from kb.doctor.lint import RETIRED
 
     assert [c for c in sorted(RULES) if c <= "KB029"] == [f"KB{i:03d}" for i in range(1, 21)]
     assert not set(RETIRED) & set(RULES) and set(RETIRED) == {"KB021"}
@@ -100,11 +100,13 @@ def test_findings_link_real_entries(registry, entries):
 def test_every_code_is_documented():
     doc = (ROOT / "docs" / "lint.md").read_text(encoding="utf-8")
     table = between(doc, RULES_BEGIN, RULES_END)
-    assert table == rules_markdown(), "docs/lint.md rule table is stale: paste `python -m kb.lint` between the markers"
+    assert table == rules_markdown(), (
+        "docs/lint.md rule table is stale: paste `python -m kb.doctor.lint` between the markers"
+    )
     for code, r in RULES.items():
         assert f"| {code} | {r.severity} | `{r.name}` |" in table
 
 
 def test_module_prints_the_table():
-    out = subprocess.run([sys.executable, "-m", "kb.lint"], capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run([sys.executable, "-m", "kb.doctor.lint"], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == rules_markdown()

@@ -4,7 +4,7 @@ import re
 
 import yaml
 
-from kb.text import identifiers
+from kb.ask.text import identifiers
 from tests.conftest import ROOT, shared_file
 
 CLAIMS = yaml.safe_load((ROOT / "data" / "seed-claims.yaml").read_text(encoding="utf-8"))

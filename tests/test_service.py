@@ -15,7 +15,7 @@ from bot.gaps import gaps, parse_since
 from bot.ratelimit import RateLimiter, TokenBucket
 from bot.service import AnswerService, AskRequest, AttachmentRefused
 from bot.settings import Settings, SettingsError, load_settings
-from kb.cli import main
+from cli.main import main
 from kb.contract import SCHEMA_VERSION as ANSWER_SCHEMA
 
 

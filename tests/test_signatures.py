@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from kb.entries import SIGNATURE_FLAGS, load_entries, load_entry_errors
-from kb.retrieve import _required_literal
+from kb.ask.retrieve import _required_literal
+from kb.content.entries import SIGNATURE_FLAGS, load_entries, load_entry_errors
 from tests.conftest import ROOT
 
 ENTRIES = [le.entry for le in load_entries(ROOT / "data" / "entries")]
@@ -35,7 +35,7 @@ def test_signatures_have_examples():
 
 
 def test_retriever_flags_are_the_schema_flags():
-    # kb.retrieve compiles with re.I | re.S; the schema validates examples with the same flags
+    # kb.ask.retrieve compiles with re.I | re.S; the schema validates examples with the same flags
     assert SIGNATURE_FLAGS == re.I | re.S
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kb.entries import AREAS, load_entries
+from kb.content.entries import AREAS, load_entries
 from kb.present.labels import LABELS
 from sitegen import SITE_LABELS, SiteError, build_site, labels, report_text
 from sitegen.build import NOT_NAMES, code_url, record_source, root_of
@@ -161,7 +161,7 @@ def test_every_entry_has_both_pages_with_a_switch(site, loaded):
 
 
 def test_entry_page_shows_what_an_answer_shows(site, loaded, registry):
-    from kb.answer import entry_result
+    from kb.ask.engine import entry_result
     from kb.contract import to_dict
 
     le = next(x for x in loaded if x.entry.id == "zero3-single-gpu-no-offload")
@@ -496,7 +496,7 @@ def test_reserved_folder_names_are_not_entry_ids(loaded):
 
 
 def test_export_command(tmp_path):
-    from kb.cli import main
+    from cli.main import main
 
     out = tmp_path / "site"
     res = CliRunner().invoke(main, ["export", str(out), "--lang", "en", "--json"])

@@ -960,7 +960,7 @@ def test_reason_bodies_lint_and_memory():
     ]
     lint = R.lint_body({"file": "c.json", "kind": "deepspeed", "format": "json", "findings": many}, "zh")
     assert R.problems(lint) == [] and "中" in flat(lint) and "kb lint" in flat(lint)
-    from kb.memory import PRESETS, Setup, estimate_with_changes
+    from kb.memory.estimate import PRESETS, Setup, estimate_with_changes
 
     est = estimate_with_changes(Setup(shape=PRESETS["llama2-7b"], gpus=1, stage=3)).to_dict()
     for lang in ("en", "zh"):

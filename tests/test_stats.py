@@ -2,7 +2,7 @@ import json
 
 from click.testing import CliRunner
 
-from kb.cli import main
+from cli.main import main
 from tests.conftest import ROOT
 
 

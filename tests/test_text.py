@@ -1,5 +1,5 @@
+from kb.ask.text import identifiers, normalize_traceback, tokenize
 from kb.lang import detect_lang
-from kb.text import identifiers, normalize_traceback, tokenize
 
 
 def test_parameter_names_stay_whole_and_in_parts():

@@ -1,4 +1,4 @@
-"""kb.versions and `kb env`: the user's versions from a flag, pasted tool output, prose and the environment.
+"""kb.registry.versions and `kb env`: the user's versions from a flag, pasted tool output, prose and the environment.
 
 The fixtures in tests/fixtures/versions/ keep the exact line formats of pip freeze, pip list, ds_report
 (with its colour codes), transformers env (4.x and 5.x) and accelerate env (0.x and 1.x), with other values.
@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb.cli import main
-from kb.versions import (
+from cli.main import main
+from kb.registry.versions import (
     Pin,
     Versions,
     VersionsError,
@@ -311,8 +311,8 @@ def test_environment_reads_installed_metadata():
 
 def test_reading_the_environment_imports_nothing_heavy():
     code = (
-        "import sys, kb.versions as v; v.versions_from_environment(); v.versions_from_text('torch==2.4.0');"
-        "print(sorted(m for m in ('torch', 'deepspeed', 'transformers', 'kb.registry', 'click', 'indexer') if m in sys.modules))"
+        "import sys, kb.registry.versions as v; v.versions_from_environment(); v.versions_from_text('torch==2.4.0');"
+        "print(sorted(m for m in ('torch', 'deepspeed', 'transformers', 'kb.registry.store', 'click', 'indexer') if m in sys.modules))"
     )
     out = subprocess.check_output([sys.executable, "-c", code], cwd=Path(__file__).parent.parent, text=True)
     assert out.strip() == "[]"

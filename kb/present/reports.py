@@ -42,7 +42,7 @@ def factcheck(name: str, names: list[dict[str, Any]], note: str | None = None, l
         out.append(f"{name}: {lb['fc_none']}")
         return _lines(*out)
     counts = Counter(n["verdict"] for n in names)
-    from kb.factcheck import VERDICTS as order
+    from kb.registry.factcheck import VERDICTS as order
 
     sep = "，" if lang == "zh" else ", "
     parts = sep.join(f"{counts[v]} {lb['verdict.' + v]}" for v in order if counts[v])
@@ -294,7 +294,7 @@ def lookup(
 
 
 def versions(d: dict[str, Any], lang: str = "en", name: str | None = None) -> str:
-    """``kb env``: the versions read (kb.versions.Versions.to_dict()), from ``name`` or, when None, the environment."""
+    """``kb env``: the versions read (kb.registry.versions.Versions.to_dict()), from ``name`` or, when None, the environment."""
     from kb.i18n import t
     from kb.present.labels import L
 
@@ -310,7 +310,7 @@ def versions(d: dict[str, Any], lang: str = "en", name: str | None = None) -> st
     out = [lb["versions_env"] if name is None else lb["versions_found"].format(name=name)]
     pkgs = d["packages"]
     if not pkgs:
-        from kb.versions import packages
+        from kb.registry.versions import packages
 
         out.append("  " + lb["versions_none"].format(packages=", ".join(packages()), name=name or lb["versions_here"]))
     width = max((len(shown(p)) for p in (*pkgs.values(), *d["facts"].values())), default=0)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.configs import _int
-from kb.lint import Case, Ctx, _truthy, rule
-from kb.memory import registry_default
+from kb.doctor.configs import _int
+from kb.doctor.lint import Case, Ctx, _truthy, rule
+from kb.memory.estimate import registry_default
 
 # the site each rule stands on -> where it was in the releases the registry was built from (the registry's
 # own record wins when present: it follows the release the user has)
@@ -92,7 +92,7 @@ LAUNCH_MODES = ("multi_gpu", "cpu", "tpu", "use_deepspeed", "use_fsdp")
 # members REDUCE_ON_PLATEAU and GREEDY; the test re-reads their values)
 EVAL_SCHEDULERS = ("reduce_lr_on_plateau", "greedy")
 
-ORACLE = "tests/test_lint_oracle_sites.py"  # proves this module's validity rules (kb.lint.Rule.oracle)
+ORACLE = "tests/test_lint_oracle_sites.py"  # proves this module's validity rules (kb.doctor.lint.Rule.oracle)
 
 
 def cite(c: Ctx, sid: str) -> str:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from kb import contract as C
-from kb.configs import (
+from kb.ask.retrieve import ANSWER_THRESHOLD, Hit, Retriever
+from kb.ask.text import identifiers, looks_like_log, looks_like_param
+from kb.doctor.configs import (
     ConfigError,
     ParsedConfig,
     QueryFacts,
@@ -27,15 +29,22 @@ from kb.configs import (
     optimizer_kind,
     parse_config,
 )
-from kb.factcheck import judge
 from kb.i18n import t
-from kb.index import IndexCorrupt, IndexMissing, IndexStale, check_fresh, load_index
+from kb.index.load import IndexCorrupt, IndexMissing, IndexStale, check_fresh, load_index
 from kb.lang import pick_lang
 from kb.paths import entries_dir
-from kb.registry import Registry, default_registry
-from kb.releases import UserVersion, applies, pins, respell, spelling_fact, user_versions, version_notes, view_for
-from kb.retrieve import ANSWER_THRESHOLD, Hit, Retriever
-from kb.text import identifiers, looks_like_log, looks_like_param
+from kb.registry.factcheck import judge
+from kb.registry.releases import (
+    UserVersion,
+    applies,
+    pins,
+    respell,
+    spelling_fact,
+    user_versions,
+    version_notes,
+    view_for,
+)
+from kb.registry.store import Registry, default_registry
 
 MAX_QUERY_CHARS = 20_000
 MAX_CLOSEST = 3
@@ -71,7 +80,7 @@ class Engine:
         if check_stale and root.is_dir():
             check_fresh(self.index, root)
         self.registry = registry or default_registry()
-        from kb.embedders import embedder_for_id
+        from kb.index.embedders import embedder_for_id
 
         self.retriever = Retriever(self.index, embedder_for_id(self.index.embedder_id))
 
@@ -88,7 +97,7 @@ class Engine:
         front_end: str | None = None,
     ) -> C.Answer:
         """``versions`` (package -> version, e.g. from ``--versions``) win over versions read from the
-        query and the config text; ``front_end`` (one of ``kb.frontends.FRONT_ENDS``, "accelerate",
+        query and the config text; ``front_end`` (one of ``kb.doctor.frontends.FRONT_ENDS``, "accelerate",
         "deepspeed", or "all") over the one read from the config's format and the query."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError("empty query: describe the symptom or paste the error")
@@ -119,7 +128,7 @@ class Engine:
         boosts: dict[str, float] = {}
         pinned: list[str] = []  # entries explaining error-level findings, in finding order
         if config_text is not None:
-            from kb.lint import lint_config  # only with a config: the rules are not needed to answer a question
+            from kb.doctor.lint import lint_config  # only with a config: the rules are not needed to answer a question
 
             cfg = parse_config(config_text, config_name)  # ConfigError propagates
             facts = facts_from_config(cfg)
@@ -130,7 +139,7 @@ class Engine:
                     if f.severity == "error" and f.entry not in pinned:
                         pinned.append(f.entry)
         memory = self._memory(hints, cfg, lang) if cfg is not None else None
-        from kb.frontends import detect_front_end
+        from kb.doctor.frontends import detect_front_end
 
         if front_end == "all":
             front = None
@@ -199,7 +208,7 @@ class Engine:
 
     def _memory(self, hints: QueryHints, cfg: ParsedConfig, lang: str) -> C.Memory | None:
         """kb mem for the user's config and the model the query names (a preset, or a size like "7b")."""
-        from kb.memory import DEFAULT_GPU_MEM_GIB, PRESETS, Setup, estimate_with_changes
+        from kb.memory.estimate import DEFAULT_GPU_MEM_GIB, PRESETS, Setup, estimate_with_changes
 
         if hints.model is None and hints.params is None:
             return None
@@ -347,10 +356,10 @@ def _fix(
 
 
 def fix_equivalents(snippet: C.Snippet | None, view: Registry, front_end: str | None, lang: str) -> list[C.Equivalent]:
-    """The DeepSpeed settings of a JSON snippet, written for other front ends (kb.frontends)."""
+    """The DeepSpeed settings of a JSON snippet, written for other front ends (kb.doctor.frontends)."""
     if snippet is None or snippet.lang != "json":
         return []
-    from kb.frontends import equivalents
+    from kb.doctor.frontends import equivalents
 
     try:
         data = json.loads(snippet.code)
@@ -362,9 +371,9 @@ def fix_equivalents(snippet: C.Snippet | None, view: Registry, front_end: str | 
 
 
 def is_version_report(text: str) -> bool:
-    """A pasted ``pip freeze`` / ``pip list`` / ``ds_report`` / env report rather than a config (kb.versions)."""
-    from kb.configs import ConfigError, parse_config
-    from kb.versions import versions_from_text
+    """A pasted ``pip freeze`` / ``pip list`` / ``ds_report`` / env report rather than a config (kb.registry.versions)."""
+    from kb.doctor.configs import ConfigError, parse_config
+    from kb.registry.versions import versions_from_text
 
     found = versions_from_text(text, origin="attachment")
     if not any(p.source != "query" for p in found.pins.values()):

@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from kb.registry import CONFIG_KINDS, Registry
+from kb.registry.store import CONFIG_KINDS, Registry
 
 FRONT_ENDS = ("accelerate_yaml", "accelerate_launch", "accelerate_plugin", "training_args")
 FAMILIES = {"accelerate": ("accelerate_yaml", "accelerate_launch", "accelerate_plugin")}
@@ -177,7 +177,7 @@ _ACCELERATE = re.compile(r"(?<![A-Za-z])accelerate(?![A-Za-z])", re.I)
 
 
 def detect_front_end(cfg_kind: str | None, query: str, cfg_data: dict | None = None) -> str | None:
-    """The user's front end: from an attached config's kind (kb.configs.ParsedConfig.kind; ``cfg_data`` =
+    """The user's front end: from an attached config's kind (kb.doctor.configs.ParsedConfig.kind; ``cfg_data`` =
     its data, used for launch command lines), else from words in the query (English or Chinese).
 
     Returns one of FRONT_ENDS, ``"accelerate"`` (accelerate, not saying which of its front ends),

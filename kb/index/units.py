@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-from kb.entries import Entry
+from kb.content.entries import Entry
 from kb.paths import data_dir
 
 

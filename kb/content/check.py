@@ -4,7 +4,7 @@ Every check is one function registered with ``@check`` in ``CHECKS``: a stable c
 short name, a one-line summary, its scope (a file, one entry, or all entries together) and its own
 cases: ``bad`` mutations of a real valid entry it must report and ``ok`` near misses it must not
 (``EntryCase``; ``write_case`` puts one in a folder). ``tests/test_check.py`` runs every case; the
-table of codes in docs/entry-format.md is generated from ``CHECKS`` (``python -m kb.check``).
+table of codes in docs/entry-format.md is generated from ``CHECKS`` (``python -m kb.content.check``).
 
 Per entry: the schema (pydantic, with YAML line numbers); every param id resolves in the registry
 and is not deprecated/removed unless one of the entry's myths is about exactly that; every key in a
@@ -25,11 +25,11 @@ from typing import Any
 
 import yaml
 
-from kb.entries import Entry, EntryError, LoadedEntry, entry_files, load_entry_errors
-from kb.factcheck import OBJECT_PREFIXES, judge
-from kb.lint import FREE_FORM
-from kb.registry import CONFIG_KINDS, Registry
-from kb.text import identifiers, looks_like_param
+from kb.ask.text import identifiers, looks_like_param
+from kb.content.entries import Entry, EntryError, LoadedEntry, entry_files, load_entry_errors
+from kb.doctor.lint import FREE_FORM
+from kb.registry.factcheck import OBJECT_PREFIXES, judge
+from kb.registry.store import CONFIG_KINDS, Registry
 
 BASE_ENTRY = "zero3-single-gpu-no-offload"  # the real, valid entry the cases mutate
 SCOPES = ("file", "entry", "corpus")
@@ -565,7 +565,7 @@ def chk010(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> Iterable[Prob
 
 # ---------------------------------------------------------------- CHK011: every shown name is linked
 #
-# The name finder: what the fact-check finds in prose (``kb.text.identifiers`` + ``looks_like_param``),
+# The name finder: what the fact-check finds in prose (``kb.ask.text.identifiers`` + ``looks_like_param``),
 # plus a name written alone in inline backticks, plus the names of snippets (JSON / YAML key paths,
 # python kwargs and calls, bash flags and ``NAME=`` assignments). File names, paths, URLs and a few
 # abbreviations ("e.g") are never names. Each name must be linked: a registry record listed in that
@@ -1171,7 +1171,7 @@ def insert_params(path: Path, add: dict[str, list[str]]) -> bool:
     """Add registry ids to ``params`` lists in an entry file in place, keeping its formatting: a new
     ``- id`` line after the list's last item, a flow list rewritten on its line, or a new ``params:`` block
     at the end of the mapping. The result must load and list every id; otherwise nothing is written (False)."""
-    from kb.entries import load_entry_errors, parse_yaml_file
+    from kb.content.entries import load_entry_errors, parse_yaml_file
 
     text = path.read_text(encoding="utf-8")
     _, root = parse_yaml_file(path)
@@ -1248,7 +1248,9 @@ def _node_at(node: yaml.Node, loc: list) -> yaml.Node | None:
 # ---------------------------------------------------------------- the docs table
 
 
-CHECKS_BEGIN = "<!-- checks:begin (generated from kb.check.CHECKS by `python -m kb.check`; do not edit) -->"
+CHECKS_BEGIN = (
+    "<!-- checks:begin (generated from kb.content.check.CHECKS by `python -m kb.content.check`; do not edit) -->"
+)
 CHECKS_END = "<!-- checks:end -->"
 
 
@@ -1282,8 +1284,8 @@ def checks_markdown() -> str:
     ok=[EntryCase("the entry as shipped")],
 )
 def chk012(loaded: list[LoadedEntry]) -> Iterable[Problem]:
+    from kb.index.units import entry_units, shipped_caches
     from kb.paths import entries_dir
-    from kb.units import entry_units, shipped_caches
 
     caches = shipped_caches()
     used: set[str] = set()

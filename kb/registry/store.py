@@ -155,12 +155,12 @@ class Registry:
         return getattr(self, "_default", None) or self
 
     def release_for(self, package: str, version: str) -> str | None:
-        """The recorded release that stands for ``version`` of ``package`` (kb.versions.pick_release:
+        """The recorded release that stands for ``version`` of ``package`` (kb.registry.versions.pick_release:
         the newest at or below it, a partial "4.46" its newest 4.46.x, the oldest when older than all)."""
         rels = self.releases.get(package)
         if not rels or not version:
             return None
-        from kb.versions import pick_release
+        from kb.registry.versions import pick_release
 
         try:
             return pick_release(version, rels)

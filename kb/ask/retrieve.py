@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from kb.configs import QueryFacts
+from kb.ask.text import DOMAIN_ANCHORS, OFF_TASK, TRAINING_ANCHORS, normalize_traceback, tokenize
+from kb.doctor.configs import QueryFacts
 from kb.i18n import t as _t
-from kb.index import Index
+from kb.index.load import Index
+from kb.index.threads import faiss_query_threads
 from kb.lang import CJK, detect_lang
-from kb.text import DOMAIN_ANCHORS, OFF_TASK, TRAINING_ANCHORS, normalize_traceback, tokenize
-from kb.threads import faiss_query_threads
 
 W_DENSE, W_COVER, W_BM25 = 0.45, 0.35, 0.20
 SIGNATURE_BONUS = 0.25
@@ -126,7 +126,7 @@ class Retriever:
         stated: QueryFacts | None = None,
     ) -> list[Hit]:
         """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query; ``facts``
-        come from the user's config, ``stated`` from the question (kb.configs.facts_from_query)."""
+        come from the user's config, ``stated`` from the question (kb.doctor.configs.facts_from_query)."""
         idx = self.idx
         hits: dict[str, Hit] = {}
 
@@ -190,7 +190,7 @@ class Retriever:
                         title_named.add(eid)
         for h in hits.values():
             h.coverage = float(cov[self._entry_pos[h.entry_id]])
-        # entries that config findings point to (kb.lint)
+        # entries that config findings point to (kb.doctor.lint)
         for eid, bonus in (boosts or {}).items():
             if eid in idx.entries:
                 h = hit(eid)
@@ -279,7 +279,7 @@ class Retriever:
 
 
 def _off_task(query: str, qtoks: list[str]) -> bool:
-    """The question is about serving or installing (kb.text.OFF_TASK) and says nothing of training."""
+    """The question is about serving or installing (kb.ask.text.OFF_TASK) and says nothing of training."""
     low = query.lower()
     off = any(t in OFF_TASK for t in qtoks) or any(w in query for w in OFF_TASK if not w.isascii())
     training = any(t in TRAINING_ANCHORS for t in qtoks) or any(w in low for w in TRAINING_ANCHORS if not w.isascii())

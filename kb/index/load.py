@@ -70,7 +70,7 @@ def load_index(path: Path | None = None) -> Index:
     if not (cur / "manifest.json").exists():
         raise IndexMissing(f"no index at {cur}; run `kb build`")
     try:
-        from kb.threads import load_bm25s, load_faiss
+        from kb.index.threads import load_bm25s, load_faiss
 
         load_faiss()  # before `import faiss`: its libgomp reads the wait policy and thread count once, when loaded
         load_bm25s()  # bm25s without scipy.sparse: ~0.1-0.2 s of a cold start the query path does not need

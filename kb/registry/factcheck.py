@@ -26,8 +26,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb.registry import CONFIG_KINDS, Registry
-from kb.text import identifier_spans, is_camel_api, is_not_a_name, looks_like_param, url_spans
+from kb.ask.text import identifier_spans, is_camel_api, is_not_a_name, looks_like_param, url_spans
+from kb.registry.store import CONFIG_KINDS, Registry
 
 MAX_TEXT_CHARS = 200_000
 MAX_CALLS = 500  # TrainingArguments(...) / LoraConfig(...) calls read per text
@@ -272,7 +272,7 @@ def _config_blocks(text: str) -> list[str]:
 
 
 def _config_contexts(text: str, registry: Registry) -> list[tuple[str, Where]]:
-    from kb.configs import ConfigError, parse_config
+    from kb.doctor.configs import ConfigError, parse_config
 
     out: list[tuple[str, Where]] = []
     for block in [b for b in _config_blocks(text) if len(b) <= MAX_BLOCK_CHARS][:MAX_BLOCKS]:
@@ -488,7 +488,7 @@ def judge(
 
 def _unrecorded(name: str, rec: dict[str, Any], lang: str) -> NameVerdict:
     """A key recorded from a later release, under a section the judged release did not validate
-    (kb.registry: ``unrecorded_in``): neither confirmed nor called absent there."""
+    (kb.registry.store: ``unrecorded_in``): neither confirmed nor called absent there."""
     pkg, rel, since = rec["package"], rec["unrecorded_in"], rec["releases"][0]
     if lang == "zh":
         reason = (

@@ -57,7 +57,7 @@ _REGISTRY_FILE = re.compile(r"^([a-z][a-z0-9_]*)(?:-\d[^/]*)?\.jsonl$")  # deeps
 
 def packages() -> tuple[str, ...]:
     """The packages kb reads versions of: those the registry records (data/registry/<package>[-<version>].jsonl),
-    sorted. The registry builders are the one home of that list; this reads their output, not kb.registry."""
+    sorted. The registry builders are the one home of that list; this reads their output, not kb.registry.store."""
     return _packages_in(os.environ.get("KB_DATA", ""))  # kb.paths.data_dir() follows $KB_DATA
 
 

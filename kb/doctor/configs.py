@@ -25,7 +25,7 @@ class QueryFacts:
     """What the ranking may use about the user's setup: stage, offload devices, precision, fine-tuning method.
 
     From the attached config (``facts_from_config``) and from what the question itself states
-    (``facts_from_query``); ranking takes the config's where both say something (kb.retrieve)."""
+    (``facts_from_query``); ranking takes the config's where both say something (kb.ask.retrieve)."""
 
     zero_stage: int | None = None
     offload_optimizer: str | None = None
@@ -538,7 +538,7 @@ def micro_batch(cfg: ParsedConfig) -> int | None:
 
 
 def optimizer_kind(cfg: ParsedConfig) -> str:
-    """The optimizer kb.memory counts for this config: "fused" when the DeepSpeed config builds its own Adam
+    """The optimizer kb.memory.estimate counts for this config: "fused" when the DeepSpeed config builds its own Adam
     (an ``optimizer`` section of type Adam / AdamW without ``torch_adam``: FusedAdam, or CPU Adam with offload),
     else "torch" (HF Trainer's default ``adamw_torch``: torch.optim.AdamW, whose foreach step needs a temporary)."""
     d, _ = deepspeed_block(cfg)
@@ -556,7 +556,7 @@ def optimizer_kind(cfg: ParsedConfig) -> str:
 class QueryHints:
     """Facts stated in the question text, parsed once and given to lint and memory alike."""
 
-    model: str | None = None  # a kb.memory preset named in the text ("llama2-7b", "qwen2.5-72b")
+    model: str | None = None  # a kb.memory.estimate preset named in the text ("llama2-7b", "qwen2.5-72b")
     params: float | None = None  # a model size stated in the text ("7b", "70B"), in parameters
     gpus: int | None = None  # GPU count stated ("8 gpus", "4卡", "single gpu", "单卡")
 
@@ -576,7 +576,7 @@ _N_GPUS = re.compile(
 
 
 def hints_from_query(query: str) -> QueryHints:
-    from kb.memory import PRESETS
+    from kb.memory.estimate import PRESETS
 
     flat = query.lower().replace("-", "")
     model = next((name for name in PRESETS if name.replace("-", "") in flat), None)

@@ -70,10 +70,10 @@ def main() -> None:
 
 
 def _registry():
-    from kb.registry import default_registry
+    from kb.registry.store import default_registry
 
     try:
-        return default_registry()  # the one instance kb.memory and the engine use too
+        return default_registry()  # the one instance kb.memory.estimate and the engine use too
     except FileNotFoundError as e:
         raise KbError(str(e), "index") from None
 
@@ -145,7 +145,7 @@ def _versions(arg: str | None) -> dict[str, str]:
     """--versions -> {package: version} ("env": the running interpreter's; empty: none given)."""
     if not arg:
         return {}
-    from kb.versions import VersionsError, parse_versions_arg, versions_from_environment
+    from kb.registry.versions import VersionsError, parse_versions_arg, versions_from_environment
 
     if arg.strip().lower() == "env":
         return versions_from_environment().as_pins()
@@ -156,7 +156,7 @@ def _versions(arg: str | None) -> dict[str, str]:
 
 
 def _query_arg(query: str | None) -> str:
-    from kb.answer import MAX_QUERY_CHARS
+    from kb.ask.engine import MAX_QUERY_CHARS
     from kb.inputs import InputError, decode_arg
 
     if query == "-":
@@ -192,7 +192,7 @@ def _query_arg(query: str | None) -> str:
 @click.option("--write", is_flag=True, help="With --fix: add the proposed registry ids to the entry files in place.")
 def check(entries_dir: Path | None, as_json: bool, fix: bool, write: bool) -> None:
     """Validate every entry: schema, registry names, myths, sources, linked names. Exit 1 on any problem."""
-    from kb.check import check_all, insert_params, problems_json, propose_links
+    from kb.content.check import check_all, insert_params, problems_json, propose_links
     from kb.present import reports
 
     root = entries_dir or paths.entries_dir()
@@ -229,7 +229,7 @@ def check(entries_dir: Path | None, as_json: bool, fix: bool, write: bool) -> No
 @SITE_URL
 def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> None:
     """Render one entry (by id or alias), the same way `kb ask` renders its results."""
-    from kb.entries import EntryError, load_entries
+    from kb.content.entries import EntryError, load_entries
 
     try:
         entries = {le.entry.id: le for le in load_entries(paths.entries_dir(), include_withdrawn=True)}
@@ -245,7 +245,7 @@ def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> No
     if as_json:
         _echo_json(data, indent=2)
         return
-    from kb.answer import entry_result
+    from kb.ask.engine import entry_result
     from kb.contract import to_dict
     from kb.present import render_entry
 
@@ -283,8 +283,8 @@ def build(embedder: str | None, full: bool, index_path: Path | None, save_vector
     from dataclasses import asdict
 
     from indexer.build import build_index
-    from kb.embedders import UnknownEmbedder
-    from kb.entries import EntryError
+    from kb.content.entries import EntryError
+    from kb.index.embedders import UnknownEmbedder
     from kb.present import reports
     from kb.present.progress import progress_callback
 
@@ -312,7 +312,7 @@ def _engine():
     """Open the index; when it is missing or stale, build it first (with progress on stderr), then open it.
 
     The write side (indexer.build: pydantic, yaml) is imported only when a build is due."""
-    from kb.answer import Engine, IndexCorrupt, IndexMissing, IndexStale
+    from kb.ask.engine import Engine, IndexCorrupt, IndexMissing, IndexStale
 
     try:
         return Engine()
@@ -400,8 +400,8 @@ def ask(
 ) -> None:
     """Ask about a symptom or paste an error (QUERY, or - for stdin): ranked, verified fixes, or an honest
     "no confident answer". Exit 0 answered, 3 no confident answer, 2 bad input."""
-    from kb.answer import QueryError
-    from kb.configs import MAX_CONFIG_BYTES, ConfigError
+    from kb.ask.engine import QueryError
+    from kb.doctor.configs import MAX_CONFIG_BYTES, ConfigError
 
     if jsonl is not None:
         if query:
@@ -442,8 +442,8 @@ JSONL_KEYS = {"query", "config", "lang", "k", "versions"}
 
 def _ask_jsonl(path: str, k: int, lang: str, versions: dict[str, str]) -> None:
     """One output line per non-empty input line, in order; a bad line gets an error object, the rest answer."""
-    from kb.answer import QueryError
-    from kb.configs import ConfigError
+    from kb.ask.engine import QueryError
+    from kb.doctor.configs import ConfigError
     from kb.inputs import InputError, decode_bytes
 
     try:
@@ -508,7 +508,7 @@ def _jsonl_item(
         raise ValueError(f'line {n}: "k" must be an integer from 1 to 20')
     item_versions = dict(versions)
     if "versions" in item:
-        from kb.versions import VersionsError, parse_versions_arg
+        from kb.registry.versions import VersionsError, parse_versions_arg
 
         if not isinstance(item["versions"], str):
             raise ValueError(f'line {n}: "versions" must be a string like "deepspeed==0.14.4 transformers==4.46.3"')
@@ -527,7 +527,7 @@ def _jsonl_item(
 @click.option("--show-misses", is_flag=True, help="List the items that missed.")
 def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool, only: tuple[str, ...]) -> None:
     """Score retrieval on an eval set: hit@1, hit@3, MRR by language, out-of-scope declines."""
-    from kb.evaluate import entry_queries_as_items, evaluate, load_eval
+    from kb.ask.evaluate import entry_queries_as_items, evaluate, load_eval
     from kb.present import reports
 
     if not file and not use_entries:
@@ -555,10 +555,10 @@ def eval_(file: Path | None, use_entries: bool, as_json: bool, show_misses: bool
 
 
 def _model_params(model: str | None) -> int | None:
-    """--model for lint: a preset, a config.json or a size like 7b (kb.memory.resolve_model)."""
+    """--model for lint: a preset, a config.json or a size like 7b (kb.memory.estimate.resolve_model)."""
     if not model:
         return None
-    from kb.memory import resolve_model
+    from kb.memory.estimate import resolve_model
 
     try:
         m = resolve_model(model)
@@ -593,9 +593,9 @@ def lint(
 
     Exit 1 when there is an error-level finding, 2 when the file cannot be read or parsed.
     """
-    from kb.configs import MAX_CONFIG_BYTES, ConfigError, parse_config
-    from kb.lint import lint_config
-    from kb.memory import DEFAULT_GPU_MEM_GIB
+    from kb.doctor.configs import MAX_CONFIG_BYTES, ConfigError, parse_config
+    from kb.doctor.lint import lint_config
+    from kb.memory.estimate import DEFAULT_GPU_MEM_GIB
     from kb.present import reports
 
     text, name = _read_input(file, MAX_CONFIG_BYTES, "config")
@@ -631,8 +631,8 @@ def factcheck(file: str, as_json: bool, lang: str, versions_arg: str | None) -> 
     / LoraConfig(...) arguments, a zero_* / stage3_* key) and unverified (kb cannot say; the reason is given).
     Exit 1 when a name does not exist or is misplaced (never for unverified), 2 when the file cannot be read.
     """
-    from kb.factcheck import MAX_TEXT_CHARS, check_names
     from kb.present import reports
+    from kb.registry.factcheck import MAX_TEXT_CHARS, check_names
 
     text, name = _read_input(file, MAX_TEXT_CHARS * 4, "text")
     note = f"only the first {MAX_TEXT_CHARS} characters were checked" if len(text) > MAX_TEXT_CHARS else None
@@ -654,7 +654,7 @@ def factcheck(file: str, as_json: bool, lang: str, versions_arg: str | None) -> 
 
 def _text_view(text: str, versions_arg: str | None):
     """The registry as the releases a text names (a pasted freeze, "transformers 4.46"), --versions winning."""
-    from kb.releases import user_versions
+    from kb.registry.releases import user_versions
 
     found = user_versions(text[:200_000], None, _versions(versions_arg))
     return _registry().at({pkg: ver for pkg, (ver, _) in found.items()})
@@ -719,7 +719,7 @@ def mem(
     sum. DeepSpeed's own estimator is shown for reference. docs/memory.md compares every GPU run measured.
     Exit 0 when it fits (also when tight), 1 when it does not fit on the GPU or the host, 2 on bad input.
     """
-    from kb.memory import DEFAULT_GPU_MEM_GIB, Setup, estimate_with_changes, parse_params, resolve_model
+    from kb.memory.estimate import DEFAULT_GPU_MEM_GIB, Setup, estimate_with_changes, parse_params, resolve_model
     from kb.present import reports
 
     if not model and not params:
@@ -764,9 +764,9 @@ def mem(
 @click.option("--list-unused", is_flag=True, help="List the DeepSpeed config keys no entry uses.")
 def stats(as_json: bool, list_unused: bool) -> None:
     """Coverage report: entries by area, language completeness, parameters used and unused, myths."""
-    from kb.entries import EntryError, load_entries
+    from kb.content.entries import EntryError, load_entries
+    from kb.content.stats import coverage
     from kb.present import reports
-    from kb.stats import coverage
 
     try:
         entries = [le.entry for le in load_entries(paths.entries_dir(), include_withdrawn=True)]
@@ -805,7 +805,7 @@ def env_command(from_file: str | None, versions_arg: str | None, lang: str, as_j
     """
     from kb.i18n import t
     from kb.present import reports
-    from kb.versions import (
+    from kb.registry.versions import (
         MAX_PASTE_BYTES,
         VersionsError,
         merge,
@@ -880,7 +880,7 @@ def _bot_command(platform: str):
         if dry_run is not None:
             from bot.feedback import MemoryStore
             from bot.service import AnswerService
-            from kb.configs import MAX_CONFIG_BYTES
+            from kb.doctor.configs import MAX_CONFIG_BYTES
 
             query = _query_arg(dry_run)
             text, name = (

@@ -12,7 +12,7 @@
 * TrainingArguments / LLaMA-Factory files: fields checked against the registry view the lint runs with
   (``ctx.reg``: the default view or ``reg.at(versions)``); LLaMA-Factory's own keys (``LLAMAFACTORY_KEYS``)
   are never called unknown.
-* Duplicate keys: ``ParsedConfig.duplicates`` (kb/configs.py) lists every repeated key with its line.
+* Duplicate keys: ``ParsedConfig.duplicates`` (kb/doctor/configs.py) lists every repeated key with its line.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.lint import Case, Ctx, rule
+from kb.doctor.lint import Case, Ctx, rule
 
 # ---------------------------------------------------------------- launch lines: argparse, from the registry
 
@@ -38,7 +38,7 @@ CLI_PACKAGE = {
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 _CONVERT = {"int": int, "float": float}  # argparse type= callables whose failure we can reproduce exactly
 
-ORACLE = "tests/test_lint_frontends.py"  # proves this module's validity rules (kb.lint.Rule.oracle)
+ORACLE = "tests/test_lint_frontends.py"  # proves this module's validity rules (kb.doctor.lint.Rule.oracle)
 
 
 @dataclass
@@ -823,7 +823,7 @@ def kb038(c: Ctx) -> None:
 
 def _finding(c: Ctx, path: str, line: int | None, msg: str, sug: str, msg_zh: str, sug_zh: str):
     """A finding at the repeat's own line (Ctx.add would give the key's first line)."""
-    from kb.lint import RULES, Finding
+    from kb.doctor.lint import RULES, Finding
 
     r = RULES[c.code]
     return Finding(r.code, r.severity, path, line, msg, sug, r.entry, msg_zh, sug_zh)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kb.registry import Registry
+    from kb.registry.store import Registry
 
 GiB = 2**30
 DEFAULT_GPU_MEM_GIB = 80.0  # the card kb assumes when the user does not say (A100/H100 80 GB)
@@ -143,10 +143,10 @@ def registry_default(rid: str, registry: Registry | None = None) -> Any:
     """The default a DeepSpeed config key (``zero_optimization.reduce_bucket_size``) or estimator kwarg has,
     as the registry records it (``data/registry/``, generated from the package), parsed from its JSON literal.
 
-    ``registry`` defaults to ``kb.registry.default_registry()``, loaded lazily once (importing kb.memory loads
+    ``registry`` defaults to ``kb.registry.store.default_registry()``, loaded lazily once (importing kb.memory.estimate loads
     nothing)."""
     if registry is None:
-        from kb.registry import default_registry
+        from kb.registry.store import default_registry
 
         registry = default_registry()
     rec = registry.get(rid if ":" in rid else f"deepspeed:{rid}")
@@ -495,7 +495,7 @@ SRC = {
     ":1338-1342 (a pinned fp32 gradient per sub-group)",
     "host_param": DS + "stage3.py:906 (param offload: each sub-group's 16-bit parameters pinned on CPU)",
     "pinned": "ATen/core/CachingHostAllocator.h (pinned blocks rounded up to a power of two)",
-    "acts": "Korthikanti et al. 2022 eq. 1 method, for the HF Llama layer (kb.memory.layer_activation_bytes); "
+    "acts": "Korthikanti et al. 2022 eq. 1 method, for the HF Llama layer (kb.memory.estimate.layer_activation_bytes); "
     "checked with saved_tensors_hooks (bench/saved_activations.py)",
     "lora_acts": "peft get_peft_model(autocast_adapter_dtype=True) + LoraLayer._cast_input_dtype; measured "
     "(bench/saved_activations.py, run d)",

@@ -1,0 +1,1 @@
+"""The curated entries: their schema and loader, `kb check`, coverage statistics."""
