@@ -96,11 +96,10 @@ MATRICES = {
         dict(model="tinyllama-1.1b", stage=3, offload="optimizer", ckpt=False, seq=2048),
         dict(model="tinyllama-1.1b", stage=2, offload="optimizer", ckpt=False, seq=2048),
     ],
-    "small-fused": [
-        dict(model="tinyllama-1.1b", stage=3, offload="none", ckpt=False, seq=2048),
-        dict(model="tinyllama-1.1b", stage=3, offload="none", ckpt=True, seq=2048),
-        dict(model="tinyllama-1.1b", stage=2, offload="none", ckpt=False, seq=2048),
-        dict(model="tinyllama-1.1b", stage=2, offload="none", ckpt=True, seq=2048),
+    "small-fused": [  # ZeRO-3 then ZeRO-2, each without and with checkpointing
+        dict(model="tinyllama-1.1b", stage=stage, offload="none", ckpt=ckpt, seq=2048)
+        for stage in (3, 2)
+        for ckpt in (False, True)
     ],
     "7b-oom": [
         dict(model="llama2-7b", stage=3, offload="none", ckpt=True, seq=2048, torch_adam=True),

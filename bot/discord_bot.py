@@ -1,8 +1,8 @@
 """The Discord bot: slash commands ``/kb ask | lint | mem | show``, answers to mentions, feedback buttons.
 
-Thin on purpose: an event becomes an ``AnswerService`` call (bot/service.py: gates, thread pool, cache,
-feedback store) and the ``Reply`` becomes a message with ``bot.discord_render.render``. Nothing here ranks,
-lints or formats.
+Thin on purpose: an event becomes a ``bot.chat`` call (the platform-neutral conversation: gates,
+attachments, commands, buttons) on the ``AnswerService`` (bot/service.py), and the ``Reply`` becomes a
+message with ``bot.discord_render.render``. Nothing here ranks, lints or lays out.
 
 - Heavy state at startup: ``setup_hook`` opens the ``AnswerService`` (index, embedder, registry) in a
   thread; a missing or stale index raises there and the bot does not start.
@@ -11,15 +11,18 @@ lints or formats.
 - No privileged intents in the default mode ("mention"): Discord delivers the content and attachments of a
   message that mentions the bot without the message content intent. Mode "all" (answer every message in
   the allowed channels) needs that intent, so only that mode asks for it.
-- Buttons and the reason select are ``DynamicItem``s matched on their ``custom_id`` (``kb:...``), registered
-  in ``setup_hook``: they keep working after a restart. Sent views are stopped first, so discord.py never
-  tracks them per message (nothing to time out, nothing that could unregister the pattern).
+- Buttons and the reason select are ``DynamicItem``s matched on their id (``bot.layout.CONTROL_ID``),
+  registered in ``setup_hook``: they keep working after a restart. Sent views are stopped first, so
+  discord.py never tracks them per message (nothing to time out, nothing that could unregister the pattern).
+- ``/kb mem``'s options are built from ``kb.memory.setup.OPTIONS`` (the CLI's options and bounds); command
+  and option descriptions are in Chinese for zh-CN / zh-TW clients (``KbTranslator``).
 - The token comes only from the environment (``DISCORD_TOKEN``) and is never logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import json
 import logging
@@ -29,33 +32,25 @@ from typing import Any, Literal
 
 import discord
 from discord import app_commands, ui
+from discord.app_commands import locale_str
 
-from bot.discord_render import (
-    CUSTOM_ID,
-    other_lang,
-    parse_custom_id,
-    render,
-    render_notice,
-    render_reason_prompt,
-)
+from bot import chat
+from bot.discord_render import render, render_notice, render_reason_prompt
+from bot.layout import CONTROL_ID, PRIVATE, parse_control_id, shorten
 from bot.messages import msg
-from bot.service import TEXT_SUFFIXES, TEXT_TYPES, AnswerService, AskRequest, AttachmentRefused, Reply
-from bot.service import internal_error as service_internal_error
+from bot.service import AnswerService, Reply, internal_error
 from bot.settings import Settings
-from kb.lang import detect_lang
 
 log = logging.getLogger("kb.bot.discord")
 
 PLATFORM = "discord"
 TOKEN_ENV = "DISCORD_TOKEN"
 CHOICE_NAME = 100  # Discord: an autocomplete choice's name and value are at most 100 characters
+DESCRIPTION = 100  # Discord: a command's or an option's description
 
 
 class MissingToken(RuntimeError):
     """The bot token is not set (``DISCORD_TOKEN``)."""
-
-
-# ---------------------------------------------------------------- small helpers
 
 
 def locale_lang(locale: Any) -> str:
@@ -72,28 +67,17 @@ def channel_key(channel: Any, channel_id: Any = None) -> str | None:
     return str(cid) if isinstance(cid, (int, str)) else None
 
 
-def is_text_attachment(att: Any) -> bool:
-    name = (getattr(att, "filename", "") or "").lower()
-    ctype = getattr(att, "content_type", None) or ""
-    return name.endswith(TEXT_SUFFIXES) or ctype.startswith(TEXT_TYPES)
+class DiscordFile:
+    """A ``discord.Attachment`` as ``bot.chat.Attachment``: Discord gives the size and type before any download."""
 
+    def __init__(self, att: Any):
+        self.att = att
 
-def pick_attachment(attachments: list[Any]) -> Any | None:
-    """The config of a message: its first text attachment; else its first attachment (which will be refused)."""
-    if not attachments:
-        return None
-    return next((a for a in attachments if is_text_attachment(a)), attachments[0])
+    async def meta(self) -> tuple[str, str | None, int]:
+        return self.att.filename, self.att.content_type, int(self.att.size or 0)
 
-
-def internal_error(lang: str, where: str, exc: BaseException) -> Reply:
-    """An unexpected failure in the adapter: logged under a fresh id by the service's one implementation."""
-    return service_internal_error(where, exc, lang)
-
-
-def _model_is_path(model: str) -> bool:
-    # kb.memory.estimate.resolve_model also reads config.json files by path: never from chat input
-    m = model.strip()
-    return "/" in m or "\\" in m or m.startswith(("~", ".")) or m.lower().endswith(".json")
+    async def read(self) -> bytes:
+        return await self.att.read()
 
 
 def build_view(components: list[dict[str, Any]]) -> ui.View | None:
@@ -105,24 +89,11 @@ def build_view(components: list[dict[str, Any]]) -> ui.View | None:
         for c in action_row.get("components", []):
             if c["type"] == 2:
                 item: Any = ui.Button(
-                    style=discord.ButtonStyle(c["style"]),
-                    label=c.get("label"),
-                    custom_id=c["custom_id"],
-                    disabled=c.get("disabled", False),
-                    row=row,
+                    style=discord.ButtonStyle(c["style"]), label=c.get("label"), custom_id=c["custom_id"], row=row
                 )
-            elif c["type"] == 3:
-                item = ui.Select(
-                    custom_id=c["custom_id"],
-                    placeholder=c.get("placeholder"),
-                    min_values=c.get("min_values", 1),
-                    max_values=c.get("max_values", 1),
-                    options=[discord.SelectOption(label=o["label"], value=o["value"]) for o in c.get("options", [])],
-                    disabled=c.get("disabled", False),
-                    row=row,
-                )
-            else:  # pragma: no cover - the renderer makes only buttons and string selects
-                raise ValueError(f"unsupported component type {c['type']}")
+            else:  # 3: the reasons select (the renderer makes only buttons and string selects)
+                options = [discord.SelectOption(label=o["label"], value=o["value"]) for o in c.get("options", [])]
+                item = ui.Select(custom_id=c["custom_id"], placeholder=c.get("placeholder"), options=options, row=row)
             view.add_item(KbComponent(item))
     # never tracked per message: the KbComponent pattern registered in setup_hook dispatches every click
     view.stop()
@@ -165,10 +136,7 @@ def wire_payload(body: dict[str, Any], ephemeral: bool = False) -> dict[str, Any
         return json.loads(params.multipart[0]["value"])
 
 
-# ---------------------------------------------------------------- persistent components
-
-
-class KbComponent(ui.DynamicItem[ui.Item], template=CUSTOM_ID):
+class KbComponent(ui.DynamicItem[ui.Item], template=CONTROL_ID.pattern):
     """Every kb button and the reason select, matched on the custom_id: survives restarts."""
 
     def __init__(self, item: ui.Item) -> None:
@@ -184,7 +152,15 @@ class KbComponent(ui.DynamicItem[ui.Item], template=CUSTOM_ID):
             await client.handle_component(interaction, self.custom_id)
 
 
-# ---------------------------------------------------------------- the bot
+class KbTranslator(app_commands.Translator):
+    """Command and option descriptions in Chinese for zh-CN / zh-TW clients (``locale_str(en, zh=...)``)."""
+
+    async def translate(self, string: locale_str, locale: discord.Locale, context: Any) -> str | None:
+        return string.extras.get("zh") if locale_lang(locale) == "zh" else None
+
+
+def text(en: str, zh: str) -> locale_str:
+    return locale_str(shorten(en, DESCRIPTION), zh=shorten(zh, DESCRIPTION))
 
 
 class KbTree(app_commands.CommandTree):
@@ -192,9 +168,10 @@ class KbTree(app_commands.CommandTree):
         """An option Discord sent that does not convert, or anything that escaped a handler: never silence."""
         lang = locale_lang(interaction.locale)
         if isinstance(error, app_commands.TransformerError):
-            await _reply_anyhow(interaction, render_notice(msg(lang, "bad_input", reason=str(error))))
-            return
-        await _reply_anyhow(interaction, render(internal_error(lang, "discord.tree", error.__cause__ or error)))
+            body = render_notice(msg(lang, "bad_input", reason=str(error)), lang)
+        else:
+            body = render(internal_error("discord.tree", error.__cause__ or error, lang))
+        await _reply_anyhow(interaction, body)
 
 
 async def _reply_anyhow(interaction: discord.Interaction, body: dict[str, Any], ephemeral: bool = False) -> None:
@@ -206,6 +183,9 @@ async def _reply_anyhow(interaction: discord.Interaction, body: dict[str, Any], 
             await interaction.response.send_message(**send_kwargs(body), ephemeral=ephemeral)
     except Exception:  # noqa: BLE001 - the last resort: the log has it
         log.exception("kb discord: could not send a reply")
+
+
+Make = Callable[[AnswerService, str | None, str | None], Awaitable[Reply]]
 
 
 class KbDiscordBot(discord.Client):
@@ -229,6 +209,7 @@ class KbDiscordBot(discord.Client):
             # opens the index (raises IndexMissing / IndexStale / IndexCorrupt: then the bot does not start)
             self.service = await asyncio.to_thread(AnswerService, self.settings)
         self.add_dynamic_items(KbComponent)
+        await self.tree.set_translator(KbTranslator())
         if self.sync_commands:
             await self.tree.sync()
 
@@ -237,177 +218,91 @@ class KbDiscordBot(discord.Client):
         if self.service is not None:
             self.service.close()
 
-    # ------------------------------------------------------------ shared steps
-
     def _svc(self) -> AnswerService:
         if self.service is None:
             raise RuntimeError("the answer service is not open (setup_hook has not run)")
         return self.service
 
-    async def read_config(self, att: Any, lang: str) -> str:
-        """An attachment's text. Size and type are checked BEFORE it is downloaded; refusals raise AttachmentRefused."""
-        svc = self._svc()
-        # the declared size and the name / content type only (empty data): nothing is downloaded yet
-        svc.check_attachment(att.filename, att.content_type, int(att.size or 0), lang)
-        data = await att.read()
-        return svc.read_attachment(att.filename, att.content_type, int(att.size or 0), data, lang)
-
-    async def _guarded(
-        self, interaction: discord.Interaction, where: str, work: Callable[[], Awaitable[None]], ephemeral: bool = False
-    ) -> None:
+    async def respond(self, it: discord.Interaction, where: str, make: Make, ephemeral: bool = False) -> None:
+        """Defer first, then the Reply ``make`` gives, as one follow-up; an exception: internal error with an id."""
         try:
-            await work()
+            await it.response.defer(thinking=True, ephemeral=ephemeral)
+            user = getattr(it.user, "id", None)
+            reply = await make(
+                self._svc(), str(user) if user is not None else None, channel_key(it.channel, it.channel_id)
+            )
+            await it.followup.send(**send_kwargs(render(reply)), ephemeral=ephemeral)
         except Exception as e:  # noqa: BLE001 - the user gets a reason and an id, the log the traceback
-            lang = locale_lang(interaction.locale)
-            await _reply_anyhow(interaction, render(internal_error(lang, where, e)), ephemeral=ephemeral)
-
-    @staticmethod
-    def _who(interaction: discord.Interaction) -> tuple[str | None, str | None]:
-        user = getattr(interaction.user, "id", None)
-        return (str(user) if user is not None else None), channel_key(interaction.channel, interaction.channel_id)
+            body = render(internal_error(where, e, locale_lang(it.locale), platform=PLATFORM))
+            await _reply_anyhow(it, body, ephemeral=ephemeral)
 
     # ------------------------------------------------------------ slash commands
 
-    async def handle_ask(
-        self, interaction: discord.Interaction, query: str, config: discord.Attachment | None = None
-    ) -> None:
-        async def work() -> None:
-            await interaction.response.defer(thinking=True)
-            user, channel = self._who(interaction)
-            lang = detect_lang(query or "")
-            text = None
-            if config is not None:
-                gated = self._svc().precheck(lang, user, channel)  # allow-list and rate limit before any download
-                if gated is not None:
-                    await interaction.followup.send(**send_kwargs(render(gated)))
-                    return
-                try:
-                    text = await self.read_config(config, lang)
-                except AttachmentRefused as e:
-                    await interaction.followup.send(**send_kwargs(render_notice(str(e))))
-                    return
-            req = AskRequest(
-                query,
-                text,
-                config.filename if config is not None else "<attachment>",
-                "auto",
-                platform=PLATFORM,
-                user_id=user,
-                channel_id=channel,
-            )
-            reply = await self._svc().ask(req)
-            await interaction.followup.send(**send_kwargs(render(reply)))
+    async def handle_ask(self, it: discord.Interaction, query: str, config: Any = None) -> None:
+        files = [DiscordFile(config)] if config is not None else []
+        lang = chat.lang_of(query or "")
+        await self.respond(
+            it,
+            "discord.ask",
+            lambda svc, u, c: chat.message_reply(svc, PLATFORM, query, user=u, channel=c, lang=lang, attachments=files),
+        )
 
-        await self._guarded(interaction, "discord.ask", work)
+    async def handle_lint(self, it: discord.Interaction, config: Any) -> None:
+        lang = locale_lang(it.locale)
+        files = [DiscordFile(config)]
+        await self.respond(
+            it,
+            "discord.lint",
+            lambda svc, u, c: chat.message_reply(svc, PLATFORM, "", user=u, channel=c, lang=lang, attachments=files),
+        )
 
-    async def handle_lint(self, interaction: discord.Interaction, config: discord.Attachment) -> None:
-        async def work() -> None:
-            await interaction.response.defer(thinking=True)
-            user, channel = self._who(interaction)
-            lang = locale_lang(interaction.locale)
-            try:
-                text = await self.read_config(config, lang)
-            except AttachmentRefused as e:
-                await interaction.followup.send(**send_kwargs(render_notice(str(e))))
-                return
-            reply = await self._svc().lint(text, config.filename, lang=lang, user=user, channel=channel)
-            await interaction.followup.send(**send_kwargs(render(reply)))
+    async def handle_mem(self, it: discord.Interaction, values: dict[str, Any]) -> None:
+        lang = locale_lang(it.locale)
+        await self.respond(it, "discord.mem", lambda svc, u, c: chat.mem_reply(svc, lang, u, c, values))
 
-        await self._guarded(interaction, "discord.lint", work)
+    async def handle_show(self, it: discord.Interaction, entry_id: str) -> None:
+        lang = locale_lang(it.locale)
+        await self.respond(it, "discord.show", lambda svc, u, c: svc.show(entry_id.strip(), lang, u, c))
 
-    async def handle_mem(self, interaction: discord.Interaction, model: str, **setup: Any) -> None:
-        async def work() -> None:
-            await interaction.response.defer(thinking=True)
-            user, channel = self._who(interaction)
-            lang = locale_lang(interaction.locale)
-            if _model_is_path(model):
-                reply = Reply("refused", lang, message=msg(lang, "bad_input", reason=msg(lang, "model_path")))
-            else:
-                reply = await self._svc().mem(lang, user, channel, model=model, **setup)
-            await interaction.followup.send(**send_kwargs(render(reply)))
-
-        await self._guarded(interaction, "discord.mem", work)
-
-    async def handle_show(self, interaction: discord.Interaction, entry_id: str) -> None:
-        async def work() -> None:
-            await interaction.response.defer(thinking=True)
-            user, channel = self._who(interaction)
-            reply = await self._svc().show(
-                entry_id.strip(), lang=locale_lang(interaction.locale), user=user, channel=channel
-            )
-            await interaction.followup.send(**send_kwargs(render(reply)))
-
-        await self._guarded(interaction, "discord.show", work)
-
-    async def autocomplete_entry(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
+    async def autocomplete_entry(self, it: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         if self.service is None:
             return []
-        out = []
         prefix = (current or "").strip().lower()
         found = self.service.entry_ids(prefix, 25)
         found.sort(key=lambda e: not e[0].startswith(prefix))  # ids that start with what was typed first
-        for eid, title in found:
-            name = f"{eid} \u00b7 {title}"
-            out.append(
-                app_commands.Choice(
-                    name=name if len(name) <= CHOICE_NAME else name[: CHOICE_NAME - 1] + "\u2026",
-                    value=eid[:CHOICE_NAME],
-                )
-            )
-        return out
+        return [
+            app_commands.Choice(name=shorten(f"{i} \u00b7 {t}", CHOICE_NAME), value=i[:CHOICE_NAME]) for i, t in found
+        ]
 
     # ------------------------------------------------------------ buttons and the reason select
 
-    @staticmethod
-    def message_lang(interaction: discord.Interaction) -> str:
-        """The language of the message a component sits on: the answer's (its language button names the
-        other one), else what its text is written in, else the user's locale."""
-        m = interaction.message
-        if m is not None:
-            texts: list[str] = [m.content or ""]
-            for row in m.components or []:
-                for c in getattr(row, "children", [row]):
-                    parsed = parse_custom_id(getattr(c, "custom_id", None) or "")
-                    if parsed and parsed[0] == "lang" and parsed[2]:
-                        return other_lang(parsed[2])
-                    texts += [o.label for o in getattr(c, "options", [])] + [getattr(c, "placeholder", None) or ""]
-            texts += [(e.title or "") + (e.description or "") for e in m.embeds]
-            if any(texts):
-                return detect_lang(" ".join(texts))
-        return locale_lang(interaction.locale)
-
-    async def handle_component(self, interaction: discord.Interaction, cid: str) -> None:
-        parsed = parse_custom_id(cid)
+    async def handle_component(self, it: discord.Interaction, cid: str) -> None:
+        parsed = parse_control_id(cid)
         if parsed is None:
             return
-        action, ask_id, arg = parsed
-        ephemeral = action in ("vote", "reason")
-
-        async def work() -> None:
-            await interaction.response.defer(thinking=True, ephemeral=ephemeral)
-            user, channel = self._who(interaction)
-            svc = self._svc()
-            lang = self.message_lang(interaction)
-            if action in ("more", "lang"):
-                reply = await svc.again(
-                    ask_id, lang=arg if action == "lang" else None, more=action == "more", user=user, channel=channel
-                )
-                await interaction.followup.send(**send_kwargs(render(reply)))
-            elif action == "vote" and arg == "up":
-                text = await svc.vote(ask_id, True, None, user, lang)
-                await interaction.followup.send(**send_kwargs(render_notice(text)), ephemeral=True)
-            elif action == "vote":
-                text = await svc.vote(ask_id, False, None, user, lang)
-                body = render_reason_prompt(ask_id, lang) if text == msg(lang, "thanks") else render_notice(text)
-                await interaction.followup.send(**send_kwargs(body), ephemeral=True)
-            else:  # the reason select
-                values = (interaction.data or {}).get("values") or []
-                text = await svc.vote(ask_id, False, str(values[0]) if values else None, user, lang)
-                await interaction.followup.send(**send_kwargs(render_notice(text)), ephemeral=True)
-
-        await self._guarded(interaction, f"discord.{action}", work, ephemeral=ephemeral)
+        ephemeral = parsed[0] in PRIVATE
+        try:
+            await it.response.defer(thinking=True, ephemeral=ephemeral)
+            user = getattr(it.user, "id", None)
+            values = (it.data or {}).get("values") or []
+            lang = parsed[3] or locale_lang(it.locale)  # an id made before it carried the language: the user's
+            p = await chat.press(
+                self._svc(),
+                cid,
+                str(values[0]) if values else None,
+                str(user) if user is not None else None,
+                channel_key(it.channel, it.channel_id),
+                lang,
+                inline_reasons=False,
+            )
+            if p.reply is not None:
+                body = render(p.reply)
+            else:
+                body = render_reason_prompt(p.ask_reason, lang) if p.ask_reason else render_notice(p.text or "", lang)
+            await it.followup.send(**send_kwargs(body), ephemeral=ephemeral)
+        except Exception as e:  # noqa: BLE001
+            body = render(internal_error(f"discord.{parsed[0]}", e, locale_lang(it.locale), platform=PLATFORM))
+            await _reply_anyhow(it, body, ephemeral=ephemeral)
 
     # ------------------------------------------------------------ mentions
 
@@ -446,35 +341,21 @@ class KbDiscordBot(discord.Client):
         query = self.strip_mentions(message.content or "", message)
         if not addressed and not query and not message.attachments:
             return
-        await self.answer_message(message, query)
+        await self.answer_message(message, query, addressed)
 
-    async def answer_message(self, message: discord.Message, query: str) -> None:
-        """Answer a message in place (or in a new thread with ``thread_replies``); its first text attachment is the config."""
-        lang = detect_lang(query) if query else "en"
-        try:
-            svc = self._svc()
-            user, channel = str(message.author.id), channel_key(message.channel)
-            att = pick_attachment(list(message.attachments or []))
-            text = None
-            if att is not None:
-                try:
-                    text = await self.read_config(att, lang)
-                except AttachmentRefused as e:
-                    await self.send_reply(message, render_notice(str(e)), query)
-                    return
-            if not query and text is not None:  # only a config: lint it
-                reply = await svc.lint(text, att.filename, lang=lang, user=user, channel=channel)
-            else:
-                name = att.filename if att is not None else "<attachment>"
-                reply = await svc.ask(
-                    AskRequest(query, text, name, "auto", platform=PLATFORM, user_id=user, channel_id=channel)
-                )
-            await self.send_reply(message, render(reply), query)
-        except Exception as e:  # noqa: BLE001 - the user gets a reason and an id, the log the traceback
+    async def answer_message(self, message: discord.Message, query: str, addressed: bool = True) -> None:
+        """Answer a message in place (or in a new thread with ``thread_replies``): its first usable attachment
+        or a pasted ``` block is the config. A message nobody addressed to the bot gets only a confident answer."""
+        files = [DiscordFile(a) for a in message.attachments or []]
+        user, channel = str(message.author.id), channel_key(message.channel)
+        reply = await chat.converse(
+            self._svc(), PLATFORM, query, user=user, channel=channel, addressed=addressed, attachments=files
+        )
+        if reply is not None:
             try:
-                await message.reply(**send_kwargs(render(internal_error(lang, "discord.message", e))))
-            except Exception:  # noqa: BLE001
-                log.exception("kb discord: could not send the error reply")
+                await self.send_reply(message, render(reply), chat.split_pasted(query)[0])
+            except Exception:  # noqa: BLE001 - the last resort: the log has it
+                log.exception("kb discord: could not send the reply")
 
     async def send_reply(self, message: discord.Message, body: dict[str, Any], query: str = "") -> None:
         kw = send_kwargs(body)
@@ -495,55 +376,80 @@ class KbDiscordBot(discord.Client):
 # ---------------------------------------------------------------- the /kb command group
 
 
+def _annotation(o: Any) -> Any:
+    """A ``kb.memory.setup`` option as a slash-command option type, with its bounds or choices."""
+    if o.kind == "int":
+        return app_commands.Range[int, int(o.min), int(o.max)]
+    if o.kind == "float":
+        return app_commands.Range[float, float(o.min), float(o.max)]
+    if o.kind == "choice":
+        return Literal[o.choices]
+    return bool if o.kind == "bool" else str
+
+
+def mem_command(bot: KbDiscordBot) -> Callable[..., Awaitable[None]]:
+    """The ``/kb mem`` callback, its options those of ``kb.memory.setup.OPTIONS`` (the chat ones)."""
+    from kb.memory.setup import OPTIONS
+
+    opts = [o for o in OPTIONS if o.chat]
+
+    async def mem(interaction: discord.Interaction, **values: Any) -> None:
+        await bot.handle_mem(interaction, values)
+
+    params = [inspect.Parameter("interaction", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=discord.Interaction)]
+    for o in opts:  # the model is required; every other option is "not given" (None) unless the user sets it
+        default = inspect.Parameter.empty if o.name == "model" else None
+        params.append(
+            inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=_annotation(o))
+        )
+    mem.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return app_commands.describe(**{o.name: text(o.help("en"), o.help("zh")) for o in opts})(mem)
+
+
 def build_group(bot: KbDiscordBot) -> app_commands.Group:
     """``/kb ask | lint | mem | show``: each command hands over to the bot's handler."""
-    group = app_commands.Group(name="kb", description="Verified fixes for DeepSpeed / Hugging Face training failures")
+    group = app_commands.Group(
+        name="kb",
+        description=text(
+            "Verified fixes for DeepSpeed / Hugging Face training failures",
+            "DeepSpeed / Hugging Face 训练问题的已核实解决办法",
+        ),
+    )
 
-    @group.command(name="ask", description="Ask about a symptom or paste an error; attach your ds_config.json")
+    @group.command(
+        name="ask",
+        description=text(
+            "Ask about a symptom or paste an error; attach your ds_config.json",
+            "描述症状或贴出报错；可附上 ds_config.json",
+        ),
+    )
     @app_commands.describe(
-        query="the symptom or the error message", config="your DeepSpeed / accelerate config (optional)"
+        query=text("the symptom or the error message", "症状或报错信息"),
+        config=text("your DeepSpeed / accelerate config (optional)", "你的 DeepSpeed / accelerate 配置（可选）"),
     )
     async def ask(interaction: discord.Interaction, query: str, config: discord.Attachment | None = None) -> None:
         await bot.handle_ask(interaction, query, config)
 
-    @group.command(name="lint", description="What DeepSpeed will really do with your config")
-    @app_commands.describe(config="ds_config.json, an accelerate YAML, TrainingArguments YAML or a launch script")
+    @group.command(
+        name="lint",
+        description=text("What DeepSpeed will really do with your config", "DeepSpeed 实际会怎样执行你的配置"),
+    )
+    @app_commands.describe(
+        config=text(
+            "ds_config.json, an accelerate YAML, TrainingArguments YAML or a launch script",
+            "ds_config.json、accelerate YAML、TrainingArguments YAML 或启动脚本",
+        )
+    )
     async def lint(interaction: discord.Interaction, config: discord.Attachment) -> None:
         await bot.handle_lint(interaction, config)
 
-    @group.command(name="mem", description="Will it fit? GPU and host memory, term by term")
-    @app_commands.describe(
-        model="a preset (llama2-7b, qwen2.5-72b, ...) or a size like 7b",
-        gpus="GPUs per node",
-        stage="ZeRO stage",
-        offload="what is offloaded to CPU",
-        seq="sequence length",
-        micro_batch="micro-batch per GPU",
-        activation_checkpointing="activation (gradient) checkpointing on",
-    )
-    async def mem(
-        interaction: discord.Interaction,
-        model: str,
-        gpus: app_commands.Range[int, 1, 4096] = 1,
-        stage: app_commands.Range[int, 0, 3] = 3,
-        offload: Literal["none", "optimizer", "optimizer+param"] = "none",
-        seq: app_commands.Range[int, 1, 1_048_576] = 2048,
-        micro_batch: app_commands.Range[int, 1, 4096] = 1,
-        activation_checkpointing: bool = False,
-    ) -> None:
-        await bot.handle_mem(
-            interaction,
-            model,
-            gpus=gpus,
-            stage=stage,
-            offload=offload,
-            seq=seq,
-            micro_batch=micro_batch,
-            activation_checkpointing=activation_checkpointing,
-        )
+    group.command(
+        name="mem",
+        description=text("Will it fit? GPU and host memory, term by term", "显存够不够？逐项列出 GPU 和主机内存"),
+    )(mem_command(bot))
 
-    @group.command(name="show", description="One entry, everything in it")
-    @app_commands.describe(id="the entry id (start typing to search)")
+    @group.command(name="show", description=text("One entry, everything in it", "查看一个条目的全部内容"))
+    @app_commands.describe(id=text("the entry id (start typing to search)", "条目 id（输入以搜索）"))
     async def show(interaction: discord.Interaction, id: str) -> None:
         await bot.handle_show(interaction, id)
 
@@ -567,31 +473,13 @@ def run(settings: Settings | None = None) -> None:
         )
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    bot = KbDiscordBot(settings)
-    bot.run(token, log_handler=None)  # logging is configured above or by the caller; the token is never logged
+    KbDiscordBot(settings).run(token, log_handler=None)  # logging is configured above; the token is never logged
 
 
-def dry_run(
-    service: AnswerService,
-    query: str,
-    config_text: str | None = None,
-    config_name: str = "<config>",
-    lang: str = "auto",
-) -> dict[str, Any]:
-    """The exact JSON body the bot would post for ``/kb ask`` (no token, no network)."""
-
-    async def go() -> dict[str, Any]:
-        allow = service.settings.allow_channels
-        req = AskRequest(
-            query,
-            config_text,
-            config_name,
-            lang,
-            platform=PLATFORM,
-            user_id="dry-run",
-            channel_id=allow[0] if allow else None,
-        )
-        reply = await service.ask(req)
-        return wire_payload(render(reply))
-
-    return asyncio.run(go())
+def dry_run(service: AnswerService, query: str, **options: Any) -> dict[str, Any]:
+    """The exact JSON body the bot would post for this question as a mention (no token, no network);
+    ``options``: ``config_text``, ``config_name``, ``lang`` (``bot.chat.dry_run_reply``)."""
+    allow = service.settings.allow_channels
+    channel = allow[0] if allow else None
+    reply = asyncio.run(chat.dry_run_reply(service, PLATFORM, query, user="dry-run", channel=channel, **options))
+    return wire_payload(render(reply))

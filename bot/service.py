@@ -8,8 +8,9 @@
   internal error with an id that is in the log). Never silence.
 - Logs are JSON lines with ids, sizes and timings; the query text only with ``log_content = true``.
 
-Platform adapters (bot/discord_bot.py, bot/slack_bot.py) turn events into ``AskRequest`` and a
-``Reply`` into a payload with their renderer; nothing platform-specific lives here.
+Platform adapters (bot/discord_bot.py, bot/slack_bot.py) turn events into these calls through the
+platform-neutral ``bot.chat`` and a ``Reply`` into a payload through ``bot.layout``; nothing
+platform-specific lives here.
 """
 
 from __future__ import annotations
@@ -75,12 +76,15 @@ class AskRequest:
 
 @dataclass
 class Reply:
-    """What the adapter renders. ``kind``: answer | no_answer | rate_limited | refused | error | lint | memory | entry."""
+    """What the adapter renders. ``kind``: answer | no_answer | rate_limited | refused | error | help | lint |
+    memory | entry."""
 
     kind: str
     lang: str
     answer: dict[str, Any] | None = None  # the `kb ask --json` object (kind answer / no_answer)
-    data: dict[str, Any] | None = None  # lint findings / kb mem estimate / the entry's Result (other kinds)
+    data: dict[str, Any] | None = (
+        None  # the LintReport / MemReport / ShowReport dict (kb.contract) of lint, memory, entry
+    )
     message: str | None = None  # the reason, in ``lang`` (every kind but answer)
     error_id: str | None = None
     ask_id: str | None = None  # for feedback buttons
@@ -293,9 +297,8 @@ class AnswerService:
             rec = await self._run(lambda: next((a for a in self.store.asks() if a.id == ask_id), None))
             if rec is None:
                 fallback = lang or "en"
-                return Reply(
-                    "refused", fallback, message=msg(fallback, "bad_input", reason=f"unknown answer {ask_id!r}")
-                )
+                reason = msg(fallback, "unknown_answer", ask_id=ask_id)
+                return Reply("refused", fallback, message=msg(fallback, "bad_input", reason=reason))
             req = AskRequest(rec.query, lang=rec.lang, platform=rec.platform, channel_id=rec.channel)
         k = req.k or self.settings.results
         new = AskRequest(
@@ -316,6 +319,8 @@ class AnswerService:
     async def lint(
         self, config_text: str, name: str, lang: str = "en", user: str | None = None, channel: str | None = None
     ) -> Reply:
+        """``kb lint`` of a pasted or attached config: the LintReport (kb.contract) as ``data``."""
+        from kb.contract import lint_report
         from kb.doctor.configs import ConfigError, parse_config
         from kb.doctor.lint import lint_config
 
@@ -326,7 +331,7 @@ class AnswerService:
         def run() -> dict[str, Any]:
             cfg = parse_config(config_text, name)
             fs = lint_config(cfg, self.engine.registry)
-            return {"file": name, "kind": cfg.kind, "format": cfg.fmt, "findings": [f.to_dict() for f in fs]}
+            return lint_report(name, cfg.kind, cfg.fmt, fs, lang).to_dict()
 
         try:
             data = await self._run(run)
@@ -336,38 +341,28 @@ class AnswerService:
             return self.internal_error("lint", e, lang=lang)
         return Reply("lint", lang, data=data)
 
-    async def mem(self, lang: str = "en", user: str | None = None, channel: str | None = None, **setup: Any) -> Reply:
-        from kb.memory.estimate import Setup, estimate_with_changes, resolve_model
+    async def mem(self, lang: str = "en", user: str | None = None, channel: str | None = None, **values: Any) -> Reply:
+        """``kb mem`` with the options of kb.memory.setup (name -> text or typed value): the MemReport as ``data``.
+        The options' bounds are the CLI's; the model is a preset or a size, never a file on this host."""
+        from kb.memory.setup import SetupError, report
 
         gated = self._gate(lang, user, channel)
         if gated:
             return gated
-
-        model = str(setup.pop("model", "") or "")
-        if not model or "/" in model or "\\" in model or model.endswith(".json") or model.startswith("."):
-            # chat input must not name files on the bot's host: presets and sizes only
-            return Reply(
-                "refused",
-                lang,
-                message=msg(lang, "bad_input", reason=f"model {model!r}: use a preset or a size like 7b"),
-            )
-
-        def run() -> dict[str, Any]:
-            m = resolve_model(model)
-            shape, count = (None, m) if isinstance(m, int) else (m, None)
-            return estimate_with_changes(Setup(shape=shape, params=count, **setup)).to_dict()
-
         try:
-            data = await self._run(run)
-        except (ValueError, TypeError) as e:
+            data = await self._run(lambda: report(values, lang, allow_files=False).to_dict())
+        except SetupError as e:
+            return Reply("refused", lang, message=msg(lang, "bad_input", reason=e.text(lang)))
+        except ValueError as e:  # the estimate cannot be made (LoRA without a model shape)
             return Reply("refused", lang, message=msg(lang, "bad_input", reason=str(e)))
         except Exception as e:  # noqa: BLE001
             return self.internal_error("mem", e, lang=lang)
         return Reply("memory", lang, data=data)
 
     async def show(self, entry_id: str, lang: str = "en", user: str | None = None, channel: str | None = None) -> Reply:
-        from kb.ask.engine import entry_result
-        from kb.contract import to_dict
+        """``kb show``: the ShowReport (kb.contract) as ``data``."""
+        from kb.ask.result import entry_result
+        from kb.contract import show_report
 
         gated = self._gate(lang, user, channel)
         if gated:
@@ -375,7 +370,7 @@ class AnswerService:
         e = self.engine.index.entries.get(entry_id)
         if e is None:
             return Reply("refused", lang, message=msg(lang, "unknown_entry", entry_id=entry_id))
-        data = await self._run(lambda: to_dict(entry_result(e, lang, self.engine.registry)))
+        data = await self._run(lambda: show_report(entry_result(e, lang, self.engine.registry), lang).to_dict())
         return Reply("entry", lang, data=data, site_base_url=self.settings.site_base_url)
 
     def entry_ids(self, prefix: str = "", limit: int = 25) -> list[tuple[str, str]]:
@@ -391,10 +386,10 @@ class AnswerService:
     async def vote(self, ask_id: str, helpful: bool, reason: str | None, user: str | None, lang: str = "en") -> str:
         """Record a vote; returns the thank-you text (in ``lang``)."""
         if reason is not None and reason not in REASONS:
-            return msg(lang, "bad_input", reason=f"unknown reason {reason!r}")
+            return msg(lang, "bad_input", reason=msg(lang, "unknown_reason", reason=reason))
         try:
             await self._run(self.store.record_vote, ask_id, helpful, reason, user)
         except KeyError:
-            return msg(lang, "bad_input", reason=f"unknown answer {ask_id!r}")
+            return msg(lang, "bad_input", reason=msg(lang, "unknown_answer", ask_id=ask_id))
         self._log("vote", ask_id=ask_id, helpful=helpful, reason=reason)
         return msg(lang, "thanks_reason", reason=msg(lang, f"reason.{reason}")) if reason else msg(lang, "thanks")

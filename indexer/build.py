@@ -16,22 +16,34 @@ The entries' ``queries`` / ``not_queries`` are retrieval tests and are never ind
 from __future__ import annotations
 
 import importlib.metadata as md
+import io
 import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from kb.content.entries import Entry, entry_files, load_entry_errors
-from kb.index.load import entries_fingerprint
-from kb.index.units import Unit, entry_hash, entry_units, load_vector_cache, signature_text, vector_cache_path  # noqa: F401
+from kb.index.load import INDEX_FORMAT, entries_fingerprint
+from kb.index.units import (  # noqa: F401  (re-exported: the indexer's names for the read side)
+    EMBEDDER_FILE,
+    VECTOR_SUFFIX,
+    Unit,
+    entry_hash,
+    entry_units,
+    folder_embedder,
+    load_vector_cache,
+    read_vector_file,
+    signature_text,
+    vector_dtype,
+    vector_file,
+    vectors_dir,
+)
 from kb.paths import entries_dir, index_dir, registry_dir
-
-INDEX_FORMAT = 1
 
 
 def _versions() -> dict[str, str]:
@@ -75,10 +87,11 @@ def build_index(
 ) -> BuildReport:
     """Build (or incrementally rebuild) the index. Only units whose text changed are re-embedded.
 
-    Vectors are reused by unit content hash from the previous build and from the shipped vector cache
-    (data/embeddings/<embedder>.npz), so a fresh clone's first build embeds nothing that is already known.
-    ``save_vectors`` rewrites that cache with exactly the current units' vectors (when they differ); None (what
-    ``kb build`` passes): rewrite it when building the shipped entries with an embedder that has a shipped cache."""
+    Vectors are reused by unit content hash from the shipped vectors (data/embeddings/<embedder>/<entry id>.npy)
+    and from the previous build, so a fresh clone's first build embeds nothing that is already known.
+    ``save_vectors`` brings those files in step with the entries (``save_vector_files``: only the files of entries
+    whose units changed are rewritten, those of deleted or withdrawn entries removed); None (what ``kb build``
+    passes): do it when building the shipped entries with an embedder that has a folder there."""
     import bm25s
     import faiss
 
@@ -90,10 +103,12 @@ def build_index(
     root = entries_root or entries_dir()
     entries: list[Entry] = []
     skipped: list[str] = []
+    skipped_ids: set[str] = set()  # file names of entries that did not load: their vector files are kept
     for path in entry_files(root):
         le, errs = load_entry_errors(path)
         if errs or le is None:
             skipped.append(str(errs[0]) if errs else str(path))  # `kb check` is the strict gate
+            skipped_ids.add(path.stem)
         elif le.entry.withdrawn is None:
             entries.append(le.entry)
 
@@ -103,13 +118,13 @@ def build_index(
             embedder = embedder_for_id(prev[0]["embedder"]["id"])  # keep what the index was built with
         else:
             embedder = get_embedder(embedder_spec)
-    reuse: dict[str, np.ndarray] = {}
+    # the shipped vectors first: every clone's index then holds the same vectors as the files
+    reuse: dict[str, np.ndarray] = load_vector_cache(embedder.id)
     if prev is not None and prev[0]["embedder"]["id"] == embedder.id:
         manifest, units_prev, vecs_prev = prev
         dense_rows = [u for u in units_prev if u["dense"]]
-        reuse = {u["hash"]: vecs_prev[i] for i, u in enumerate(dense_rows)}
-    for h, v in load_vector_cache(embedder.id).items():
-        reuse.setdefault(h, v)
+        for i, u in enumerate(dense_rows):
+            reuse.setdefault(u["hash"], vecs_prev[i])
     old_hashes = prev[0]["entries"] if prev is not None else {}
 
     units: list[Unit] = []
@@ -180,10 +195,13 @@ def build_index(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _prune(builds, keep=build_id)
-    if save_vectors is None:  # kb build: keep the shipped cache in step when building the shipped entries
-        save_vectors = root.resolve() == entries_dir().resolve() and vector_cache_path(embedder.id).is_file()
-    if save_vectors and set(load_vector_cache(embedder.id)) != {u.hash for u in dense_units}:
-        save_vector_cache(embedder.id, [u.hash for u in dense_units], vectors)
+    if save_vectors is None:  # kb build: keep the shipped vectors in step when building the shipped entries
+        save_vectors = root.resolve() == entries_dir().resolve() and vectors_dir(embedder.id).is_dir()
+    if save_vectors:
+        by_entry: dict[str, dict[str, np.ndarray]] = {e.id: {} for e in entries}
+        for u, v in zip(dense_units, vectors, strict=True):
+            by_entry[u.entry_id][u.hash] = v
+        save_vector_files(embedder.id, dim, by_entry, keep=skipped_ids)
     return BuildReport(
         path=str(out / "current"),
         entries=len(entries),
@@ -197,25 +215,67 @@ def build_index(
     )
 
 
-def save_vector_cache(embedder_id: str, hashes: list[str], vectors: np.ndarray) -> Path:
-    """Write the cache atomically, sorted by hash (deterministic bytes for the same units)."""
-    path = vector_cache_path(embedder_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    order = sorted(range(len(hashes)), key=lambda i: hashes[i])
-    uniq, rows = [], []
-    for i in order:
-        if not uniq or uniq[-1] != hashes[i]:
-            uniq.append(hashes[i])
-            rows.append(vectors[i])
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(
-        tmp,
-        embedder=np.array(embedder_id),
-        hashes=np.array(uniq, dtype="U16"),
-        vectors=np.stack(rows).astype(np.float32) if rows else np.zeros((0, vectors.shape[1]), np.float32),
-    )
-    os.replace(tmp, path)
-    return path
+@dataclass
+class VectorWrite:
+    written: list[str]  # entry ids whose vector file was written (new, or its units changed)
+    removed: list[str]  # entry ids whose vector file was removed (the entry is gone or withdrawn)
+
+
+def save_vector_files(
+    embedder_id: str, dim: int, by_entry: dict[str, dict[str, np.ndarray]], keep: Iterable[str] = ()
+) -> VectorWrite:
+    """Make data/embeddings/<embedder>/ hold one file per entry of ``by_entry`` (entry id -> {unit hash: vector}).
+
+    A file is rewritten only when its set of unit hashes differs from the entry's, keeping the vectors it already
+    holds as they are, so an unchanged entry's file never changes and an edited entry's file is the only one that
+    does. Files of entries not in ``by_entry`` are removed, except those of ``keep`` (entries that did not load this
+    time). Each write is atomic: a temp file in the same folder, then os.replace."""
+    folder = vectors_dir(embedder_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    same = folder_embedder(folder) == embedder_id  # else: none of the files there are this embedder's
+    if not same:
+        _write_atomic(folder / EMBEDDER_FILE, f"{embedder_id}\n".encode())
+    written: list[str] = []
+    for eid, vecs in sorted(by_entry.items()):
+        path = vector_file(embedder_id, eid)
+        old: dict[str, np.ndarray] = {}
+        if same and path.exists():
+            try:
+                old = read_vector_file(path)
+            except (OSError, ValueError):
+                old = {}
+            else:
+                if set(old) == set(vecs):
+                    continue
+        rows = np.zeros(len(vecs), vector_dtype(dim))
+        for i, h in enumerate(sorted(vecs)):
+            rows[i] = (h, old[h] if h in old else vecs[h])
+        buf = io.BytesIO()
+        np.save(buf, rows, allow_pickle=False)
+        _write_atomic(path, buf.getvalue())
+        written.append(eid)
+    removed: list[str] = []
+    keep = set(keep) | set(by_entry)
+    for path in sorted(folder.glob("*" + VECTOR_SUFFIX)):
+        eid = path.name[: -len(VECTOR_SUFFIX)]
+        if eid not in keep:
+            path.unlink()
+            removed.append(eid)
+    return VectorWrite(written, removed)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 EXACT_LIMIT = 50_000  # above this many units an exhaustive scan costs > 5 ms a query; use HNSW

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +156,32 @@ def _record(**kw: Any) -> dict[str, Any]:
     return base
 
 
+def _named(
+    pkg: str,
+    version: str,
+    kind: str,
+    path: str,
+    where: tuple[str, int],
+    *,
+    rid: str | None = None,
+    name: str | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """The record of the name at ``path`` in ``pkg``, defined at ``where`` (file, line): its id is
+    ``<pkg>:<path>`` (``<pkg>:<rid>`` when given) and its name the last dotted part of the path (unless given)."""
+    return _record(
+        id=f"{pkg}:{path if rid is None else rid}",
+        package=pkg,
+        version=version,
+        kind=kind,
+        name=path.rsplit(".", 1)[-1] if name is None else name,
+        path=path,
+        source_file=where[0],
+        source_line=where[1],
+        **kw,
+    )
+
+
 def _class_field_lines(cls: type) -> dict[str, int]:
     """Line numbers of annotated assignments in a class body (dataclass / pydantic fields)."""
     lines, start = inspect.getsourcelines(cls)
@@ -218,6 +244,18 @@ def _resolve(dotted: str) -> Any:
             obj = getattr(obj, parts[-1])  # a function shadowed by its own module's name
         return obj
     raise ImportError(dotted)
+
+
+def _resolved(dotted_names: Iterable[str], prefix: str) -> Iterator[tuple[str, Any]]:
+    """(the dotted name less ``prefix``, the object) for each name the release being built has; a name it
+    lacks is recorded in SKIPPED."""
+    for dotted in dotted_names:
+        try:
+            obj = _resolve(dotted)
+        except (ImportError, AttributeError) as e:
+            _skip(dotted, e)
+            continue
+        yield dotted.removeprefix(prefix), obj
 
 
 # ---------------------------------------------------------------- DeepSpeed
@@ -402,13 +440,13 @@ def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict])
         loc = _mro_field_line(cls, name, pkg)
         deprecated = bool(extra.get("deprecated"))
         out.append(
-            _record(
-                id=f"{pkg}:{path}",
-                package=pkg,
-                version=version,
-                kind="config_section" if sub is not None else "config_key",
+            _named(
+                pkg,
+                version,
+                "config_section" if sub is not None else "config_key",
+                path,
+                loc or (_relfile(cls, pkg), inspect.getsourcelines(cls)[1]),
                 name=key,
-                path=path,
                 type=_clean_type(f.annotation),
                 default=_default_repr(default if not _is_model(type(default)) else _model_dump(default)),
                 aliases=sorted({name} - {key}),
@@ -416,8 +454,6 @@ def _walk_model(cls: type, prefix: str, pkg: str, version: str, out: list[dict])
                 replacement=extra.get("new_param") if deprecated else None,
                 noop=deprecated and extra.get("set_new_param", True) is False,
                 doc=_short_doc(f.description),
-                source_file=loc[0] if loc else _relfile(cls, pkg),
-                source_line=loc[1] if loc else inspect.getsourcelines(cls)[1],
                 choices=_enum_choices(f.annotation),
                 constraints=_constraints(f.metadata),
                 forbids_unknown=(_model_extra(sub) == "forbid") if sub is not None else None,
@@ -471,17 +507,14 @@ def _ds_config_records(version: str) -> list[dict]:
             continue
         loc = _obj_line(cls, pkg)
         out.append(
-            _record(
-                id=f"{pkg}:{section}",
-                package=pkg,
-                version=version,
-                kind="config_section",
-                name=section,
-                path=section,
+            _named(
+                pkg,
+                version,
+                "config_section",
+                section,
+                loc,
                 type=cls.__name__,
                 doc=_short_doc(cls.__doc__),
-                source_file=loc[0],
-                source_line=loc[1],
                 forbids_unknown=_model_extra(cls) == "forbid",
                 validated=True,
             )
@@ -516,21 +549,18 @@ def _ds_config_records(version: str) -> list[dict]:
         children = any(p.startswith(path + ".") for p in log)
         default = rec.get("default", inspect.Parameter.empty)
         out.append(
-            _record(
-                id=f"{pkg}:{path}",
-                package=pkg,
-                version=version,
-                kind="config_section" if children else "config_key",
-                name=path.rsplit(".", 1)[-1],
-                path=path,
+            _named(
+                pkg,
+                version,
+                "config_section" if children else "config_key",
+                path,
+                (Path(fname).resolve().relative_to(Path(site).resolve()).as_posix(), rec["line"]),
                 type=type(default).__name__
                 if default not in (None, inspect.Parameter.empty) and not isinstance(default, dict)
                 else "",
                 default=_default_repr(default) if not isinstance(default, dict) else None,
                 status="removed" if path in removed else "active",
                 doc=removed.get(path),
-                source_file=Path(fname).resolve().relative_to(Path(site).resolve()).as_posix(),
-                source_line=rec["line"],
             )
         )
     # keys read only under a condition the trace cannot reach (e.g. with torch.distributed up)
@@ -541,20 +571,10 @@ def _ds_config_records(version: str) -> list[dict]:
 def _ds_api_records(version: str) -> list[dict]:
     pkg = "deepspeed"
     out = []
-    for dotted in DS_APIS:
-        try:
-            obj = _resolve(dotted)
-        except (ImportError, AttributeError) as e:
-            _skip(dotted, e)
-            continue
-        out.extend(_callable_records(pkg, version, dotted.removeprefix("deepspeed."), obj))
-    for dotted in DS_CLASSES_WITH_METHODS:
-        try:
-            cls = _resolve(dotted)
-        except (ImportError, AttributeError) as e:
-            _skip(dotted, e)
-            continue
-        out.extend(_method_records(pkg, version, dotted.removeprefix("deepspeed."), cls))
+    for path, obj in _resolved(DS_APIS, "deepspeed."):
+        out.extend(_callable_records(pkg, version, path, obj))
+    for path, cls in _resolved(DS_CLASSES_WITH_METHODS, "deepspeed."):
+        out.extend(_method_records(pkg, version, path, cls))
     return out
 
 
@@ -563,20 +583,7 @@ def _callable_records(pkg: str, version: str, path: str, obj: Any, with_kwargs: 
     if loc is None:
         return []
     kind = "class" if inspect.isclass(obj) else "function"
-    out = [
-        _record(
-            id=f"{pkg}:{path}",
-            package=pkg,
-            version=version,
-            kind=kind,
-            name=path.rsplit(".", 1)[-1],
-            path=path,
-            type=kind,
-            doc=_short_doc(obj.__doc__),
-            source_file=loc[0],
-            source_line=loc[1],
-        )
-    ]
+    out = [_named(pkg, version, kind, path, loc, type=kind, doc=_short_doc(obj.__doc__))]
     if with_kwargs:
         out.extend(_signature_kwargs(pkg, version, path, obj.__init__ if inspect.isclass(obj) else obj, loc))
     return out
@@ -592,17 +599,15 @@ def _method_records(pkg: str, version: str, path: str, cls: type, with_kwargs: b
         if loc is None or not loc[0].startswith(f"{pkg}/"):
             continue  # not defined by this package (another one patched it in): not its API
         out.append(
-            _record(
-                id=f"{pkg}:{path}.{name}",
-                package=pkg,
-                version=version,
-                kind="method",
+            _named(
+                pkg,
+                version,
+                "method",
+                f"{path}.{name}",
+                loc,
                 name=name,
-                path=f"{path}.{name}",
                 type="method",
                 doc=_short_doc(func.__doc__),
-                source_file=loc[0],
-                source_line=loc[1],
                 **_deprecation_in_body(func, name),
             )
         )
@@ -634,17 +639,15 @@ def _signature_kwargs(pkg: str, version: str, path: str, func: Any, loc: tuple[s
         if p.name in ("self", "cls") or p.name.startswith("_") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         out.append(
-            _record(
-                id=f"{pkg}:{path}.{p.name}",
-                package=pkg,
-                version=version,
-                kind="kwarg",
+            _named(
+                pkg,
+                version,
+                "kwarg",
+                f"{path}.{p.name}",
+                loc,
                 name=p.name,
-                path=f"{path}.{p.name}",
                 type=_clean_type(p.annotation),
                 default=_default_repr(p.default),
-                source_file=loc[0],
-                source_line=loc[1],
             )
         )
     return out
@@ -663,18 +666,18 @@ def _annotation(cls: type, name: str, fallback: Any) -> Any:
 
 def class_record(pkg: str, version: str, path: str, doc: str | None, source_file, source_line) -> dict:
     """The record of a class (a config dataclass, an API class) at ``path`` in ``pkg``."""
-    return _record(
-        id=f"{pkg}:{path}",
-        package=pkg,
-        version=version,
-        kind="class",
-        name=path.rsplit(".", 1)[-1],
-        path=path,
-        type="class",
-        doc=_short_doc(doc),
-        source_file=source_file,
-        source_line=source_line,
-    )
+    return _named(pkg, version, "class", path, (source_file, source_line), type="class", doc=_short_doc(doc))
+
+
+def env_record(pkg: str, version: str, name: str, where: tuple[str, int], **kw: Any) -> dict:
+    """The record of environment variable ``name`` that ``pkg`` reads at ``where`` (file, line)."""
+    return _named(pkg, version, "env", name, where, rid=f"env/{name}", name=name, **kw)
+
+
+def script_record(pkg: str, version: str, rel: str, text: str) -> dict:
+    """The record of script ``rel`` of ``pkg`` (its source ``text``): its docstring is its doc."""
+    doc = _short_doc(ast.get_docstring(ast.parse(text)))
+    return _named(pkg, version, "script", rel, (rel, 1), name=rel.rsplit("/", 1)[-1], doc=doc)
 
 
 def _dataclass_records(pkg: str, version: str, path: str, cls: type, kind: str = "field") -> list[dict]:
@@ -694,19 +697,17 @@ def _dataclass_records(pkg: str, version: str, path: str, cls: type, kind: str =
         help_text = f.metadata.get("help") if f.metadata else None
         deprecated = bool(help_text and re.search(r"\bdeprecated\b", help_text, re.I))
         out.append(
-            _record(
-                id=f"{pkg}:{path}.{f.name}",
-                package=pkg,
-                version=version,
-                kind=kind,
+            _named(
+                pkg,
+                version,
+                kind,
+                f"{path}.{f.name}",
+                floc,
                 name=f.name,
-                path=f"{path}.{f.name}",
                 type=_clean_type(_annotation(cls, f.name, f.type)),
                 default=_default_repr(default),
                 deprecated=deprecated,
                 doc=_short_doc(help_text),
-                source_file=floc[0],
-                source_line=floc[1],
             )
         )
     return out
@@ -936,36 +937,22 @@ def _ds_misc_records(version: str) -> list[dict]:
         if re.match(r"(\.\./)+bin/[^/]+$", s):  # ../../../bin/ in a venv, ../../bin/ under pip --target
             name = s.rsplit("/", 1)[-1]
             out.append(
-                _record(
-                    id=f"{pkg}:bin/{name}",
-                    package=pkg,
-                    version=version,
-                    kind="script",
+                _named(
+                    pkg,
+                    version,
+                    "script",
+                    name,
+                    (f"bin/{name}", 1),
+                    rid=f"bin/{name}",
                     name=name,
-                    path=name,
                     doc="command installed with the deepspeed wheel",
-                    source_file=f"bin/{name}",
-                    source_line=1,
                 )
             )
     for rel in DS_SCRIPT_FILES:
         if not (root / rel).exists():
             SKIPPED.append(f"script {rel} (not in this release)")
         if (root / rel).exists():
-            name = rel.rsplit("/", 1)[-1]
-            out.append(
-                _record(
-                    id=f"{pkg}:{rel}",
-                    package=pkg,
-                    version=version,
-                    kind="script",
-                    name=name,
-                    path=rel,
-                    doc=_short_doc(ast.get_docstring(ast.parse((root / rel).read_text()))),
-                    source_file=rel,
-                    source_line=1,
-                )
-            )
+            out.append(script_record(pkg, version, rel, (root / rel).read_text()))
     # op build switches: every op builder declares BUILD_VAR = "DS_BUILD_<OP>"
     if not (root / "deepspeed/ops/op_builder").is_dir():
         SKIPPED.append("env: deepspeed/ops/op_builder (not in this release)")
@@ -977,18 +964,13 @@ def _ds_misc_records(version: str) -> list[dict]:
                 and isinstance(node.value, ast.Constant)
                 and f"{pkg}:env/{node.value.value}" not in {r["id"] for r in out}
             ):
-                name = node.value.value
                 out.append(
-                    _record(
-                        id=f"{pkg}:env/{name}",
-                        package=pkg,
-                        version=version,
-                        kind="env",
-                        name=name,
-                        path=name,
+                    env_record(
+                        pkg,
+                        version,
+                        node.value.value,
+                        (path.relative_to(root).as_posix(), node.lineno),
                         doc="build switch for a DeepSpeed op (set to 1 before pip install to prebuild it)",
-                        source_file=path.relative_to(root).as_posix(),
-                        source_line=node.lineno,
                     )
                 )
     for command, rel in DS_CLI_FILES.items():
@@ -1029,16 +1011,14 @@ def _popped_kwargs(pkg: str, version: str, path: str, func: Callable) -> list[di
             default = node.args[1] if len(node.args) > 1 else None
             out.setdefault(
                 name,
-                _record(
-                    id=f"{pkg}:{path}.{name}",
-                    package=pkg,
-                    version=version,
-                    kind="kwarg",
+                _named(
+                    pkg,
+                    version,
+                    "kwarg",
+                    f"{path}.{name}",
+                    (rel, start + node.lineno - 1),
                     name=name,
-                    path=f"{path}.{name}",
                     default=_default_repr(default.value) if isinstance(default, ast.Constant) else None,
-                    source_file=rel,
-                    source_line=start + node.lineno - 1,
                 ),
             )
         # `for name in ["a", "b"]: kwargs.pop(name, None)`: accepted and thrown away
@@ -1050,18 +1030,16 @@ def _popped_kwargs(pkg: str, version: str, path: str, func: Callable) -> list[di
         ):
             for elt in node.iter.elts:
                 if isinstance(elt, ast.Constant) and isinstance(elt.value, str) and not elt.value.startswith("_"):
-                    out[elt.value] = _record(
-                        id=f"{pkg}:{path}.{elt.value}",
-                        package=pkg,
-                        version=version,
-                        kind="kwarg",
+                    out[elt.value] = _named(
+                        pkg,
+                        version,
+                        "kwarg",
+                        f"{path}.{elt.value}",
+                        (rel, start + node.lineno - 1),
                         name=elt.value,
-                        path=f"{path}.{elt.value}",
                         deprecated=True,
                         noop=True,
                         doc="accepted and discarded: popped from kwargs without being used",
-                        source_file=rel,
-                        source_line=start + node.lineno - 1,
                     )
     return list(out.values())
 
@@ -1125,17 +1103,15 @@ def build_transformers() -> list[dict]:
             continue
         loc = _mro_field_line(PreTrainedConfig, name, pkg) or cfg_loc
         out.append(
-            _record(
-                id=f"{pkg}:{cfg_path}.{name}",
-                package=pkg,
-                version=version,
-                kind="field",
+            _named(
+                pkg,
+                version,
+                "field",
+                f"{cfg_path}.{name}",
+                loc,
                 name=name,
-                path=f"{cfg_path}.{name}",
                 type=_clean_type(PreTrainedConfig.__annotations__[name]),
                 default=_default_repr(getattr(PreTrainedConfig, name, inspect.Parameter.empty)),
-                source_file=loc[0],
-                source_line=loc[1],
             )
         )
     out += _part(
@@ -1147,13 +1123,8 @@ def build_transformers() -> list[dict]:
         ("fill_match", "fill_only"),
         None,
     )
-    for dotted in TRANSFORMERS_FUNCS:
-        try:
-            obj = _resolve(dotted)
-        except (ImportError, AttributeError) as e:
-            _skip(dotted, e)
-            continue
-        out += _callable_records(pkg, version, dotted.removeprefix("transformers."), obj)
+    for path, obj in _resolved(TRANSFORMERS_FUNCS, "transformers."):
+        out += _callable_records(pkg, version, path, obj)
     del transformers
     return out
 
@@ -1190,16 +1161,14 @@ def _auto_fill_records(
             if isinstance(k, ast.Constant) and isinstance(k.value, str):
                 found.setdefault(k.value, node.lineno)
     return [
-        _record(
-            id=f"{pkg}:ds_auto/{key}",
-            package=pkg,
-            version=version,
-            kind="auto_fill",
-            name=key.rsplit(".", 1)[-1],
-            path=key,
+        _named(
+            pkg,
+            version,
+            "auto_fill",
+            key,
+            (relfile, line),
+            rid=f"ds_auto/{key}",
             doc=f'{pkg} replaces "auto" for this DeepSpeed key',
-            source_file=relfile,
-            source_line=line,
         )
         for key, line in sorted(found.items())
     ]
@@ -1245,17 +1214,9 @@ def _accelerate_ds_yaml_keys(pkg: str, version: str, root: Path) -> list[dict]:
             and node.slice.value not in seen
         ):
             seen.add(node.slice.value)
+            path = f"deepspeed_config.{node.slice.value}"
             out.append(
-                _record(
-                    id=f"{pkg}:yaml/deepspeed_config.{node.slice.value}",
-                    package=pkg,
-                    version=version,
-                    kind="yaml_key",
-                    name=node.slice.value,
-                    path=f"deepspeed_config.{node.slice.value}",
-                    source_file=rel,
-                    source_line=node.lineno,
-                )
+                _named(pkg, version, "yaml_key", path, (rel, node.lineno), rid=f"yaml/{path}", name=node.slice.value)
             )
     return out
 
@@ -1265,19 +1226,15 @@ def build_peft() -> list[dict]:
 
     pkg, version = "peft", md.version("peft")
     out = _dataclass_records(pkg, version, "LoraConfig", peft.LoraConfig)
-    for dotted in (
+    funcs = (
         "peft.get_peft_model",
         "peft.prepare_model_for_kbit_training",
         "peft.PeftModel.from_pretrained",
         "peft.get_peft_model_state_dict",
         "peft.set_peft_model_state_dict",
-    ):
-        try:
-            obj = _resolve(dotted)
-        except (ImportError, AttributeError) as e:
-            _skip(dotted, e)
-            continue
-        out += _callable_records(pkg, version, dotted.removeprefix("peft."), obj)
+    )
+    for path, obj in _resolved(funcs, "peft."):
+        out += _callable_records(pkg, version, path, obj)
     out += _method_records(pkg, version, "PeftModel", peft.PeftModel)
     return out
 
@@ -1309,13 +1266,8 @@ TORCH_ENV = [
 def build_torch() -> list[dict]:
     pkg, version = "torch", _public(md.version("torch"))
     out: list[dict] = []
-    for dotted in TORCH_FUNCS:
-        try:
-            obj = _resolve(dotted)
-        except (ImportError, AttributeError) as e:
-            _skip(dotted, e)
-            continue
-        out += _callable_records(pkg, version, dotted.removeprefix("torch."), obj)
+    for path, obj in _resolved(TORCH_FUNCS, "torch."):
+        out += _callable_records(pkg, version, path, obj)
     import torch
 
     out += _method_records(pkg, version, "nn.Module", torch.nn.Module, with_kwargs=False)
@@ -1335,15 +1287,8 @@ def build_torch() -> list[dict]:
             if m:
                 wanted.discard(name)
                 out.append(
-                    _record(
-                        id=f"{pkg}:env/{name}",
-                        package=pkg,
-                        version=version,
-                        kind="env",
-                        name=name,
-                        path=name,
-                        source_file=path.relative_to(root).as_posix(),
-                        source_line=text.count("\n", 0, m.start()) + 1,
+                    env_record(
+                        pkg, version, name, (path.relative_to(root).as_posix(), text.count("\n", 0, m.start()) + 1)
                     )
                 )
     return out

@@ -30,8 +30,8 @@ from indexer.registry_build import (
     _callable_records,
     _method_records,
     _pkg_root,
-    _record,
-    _short_doc,
+    env_record,
+    script_record,
 )
 
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
@@ -166,16 +166,12 @@ def env_records(pkg: str, version: str) -> list[dict]:
         for line, name in sorted(hits):
             if name in out:
                 continue
-            out[name] = _record(
-                id=f"{pkg}:env/{name}",
-                package=pkg,
-                version=version,
-                kind="env",
-                name=name,
-                path=name,
+            out[name] = env_record(
+                pkg,
+                version,
+                name,
+                (path.relative_to(site).as_posix(), line),
                 doc=f"environment variable {pkg} reads (or sets for its workers)",
-                source_file=path.relative_to(site).as_posix(),
-                source_line=line,
             )
     return [out[k] for k in sorted(out)]
 
@@ -198,19 +194,7 @@ def script_records(pkg: str, version: str) -> list[dict]:
         path = _pkg_root(pkg) / rel
         if owner != pkg or not path.exists():
             continue
-        out.append(
-            _record(
-                id=f"{pkg}:{rel}",
-                package=pkg,
-                version=version,
-                kind="script",
-                name=rel.rsplit("/", 1)[-1],
-                path=rel,
-                doc=_short_doc(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))),
-                source_file=rel,
-                source_line=1,
-            )
-        )
+        out.append(script_record(pkg, version, rel, path.read_text(encoding="utf-8")))
     return out
 
 

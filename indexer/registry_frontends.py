@@ -155,16 +155,15 @@ class _Sources:
         }
         base.update(kw)
         target = "the whole ds_config" if ds_path == WHOLE_CONFIG else ds_path
-        return rb._record(
-            id=f"{self.pkg}:map/{front_end}/{front_name}/{ds_path}",
-            package=self.pkg,
-            version=self.version,
-            kind="mapping",
+        return rb._named(
+            self.pkg,
+            self.version,
+            "mapping",
+            ds_path,
+            (rel, line),
+            rid=f"map/{front_end}/{front_name}/{ds_path}",
             name=front_name,
-            path=ds_path,
             doc=f"{front_name} ({front_end}) sets {target}",
-            source_file=rel,
-            source_line=line,
             **base,
         )
 
@@ -411,15 +410,21 @@ def _built_config(post: ast.FunctionDef) -> dict[str, tuple[str, int, str | None
             elif isinstance(v, ast.IfExp) and _is_attr(v.body, "self") and _const_none(v.orelse):
                 out.setdefault(v.body.attr, (path, k.lineno, _strip_self(ast.unparse(v.test))))
 
-    for node in ast.walk(post):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "config"
-            and isinstance(node.value, ast.Dict)
-        ):
-            walk(node.value, "")
+    for d in _dicts_assigned(post, "config"):
+        walk(d, "")
     return out
+
+
+def _dicts_assigned(tree: ast.AST, name: str) -> list[ast.Dict]:
+    """The dict literals assigned to ``name`` (``name = {...}``) in ``tree``, in walk order."""
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == name
+        and isinstance(node.value, ast.Dict)
+    ]
 
 
 def _const_none(node: ast.AST) -> bool:
@@ -625,17 +630,11 @@ def _mixed_precision(
         return []
     param = fn.args.args[1].arg
     kwargs: list[tuple[str, int, list, str]] = []
-    for node in ast.walk(fn):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "kwargs"
-            and isinstance(node.value, ast.Dict)
-        ):
-            for k, v in zip(node.value.keys, node.value.values, strict=False):
-                values = _compare_values(v, param)
-                if _const_str(k) and values:
-                    kwargs.append((k.value, k.lineno, values, ast.unparse(v)))
+    for d in _dicts_assigned(fn, "kwargs"):
+        for k, v in zip(d.keys, d.values, strict=False):
+            values = _compare_values(v, param)
+            if _const_str(k) and values:
+                kwargs.append((k.value, k.lineno, values, ast.unparse(v)))
     if not kwargs:
         return []
     yaml_line = _class_fields(src.cls(ACC_CONFIG_ARGS, "BaseConfig")).get(param)

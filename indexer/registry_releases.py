@@ -34,6 +34,8 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from kb.registry.versions import version_key
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "kb"
 RELEASE_DIR = CACHE / "releases"
@@ -61,10 +63,6 @@ COMPANIONS: dict[tuple[str, str], list[tuple[str, str]]] = {
 _META_FIELDS = ("version", "releases", "history", "renamed_to", "renamed_from")
 
 Progress = Callable[[str], None] | None
-
-
-def vkey(v: str) -> Version:
-    return Version(v)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -335,17 +333,15 @@ def _static_records(pkg: str, version: str) -> list[dict]:
                 continue
             default = _literal_default(node.value)
             out.append(
-                rb._record(
-                    id=f"{pkg}:{path}.{name}",
-                    package=pkg,
-                    version=version,
-                    kind="field",
+                rb._named(
+                    pkg,
+                    version,
+                    "field",
+                    f"{path}.{name}",
+                    (rel, node.lineno),
                     name=name,
-                    path=f"{path}.{name}",
                     type=ast.unparse(node.annotation),
                     default=rb._default_repr(default) if default is not _NO_DEFAULT else None,
-                    source_file=rel,
-                    source_line=node.lineno,
                 )
             )
     return out
@@ -389,7 +385,7 @@ def merge(per_release: dict[str, list[dict]], renames: Iterable[Iterable[str]] =
     ``deprecated`` + ``replacement`` (a sibling name), or from ``renames`` (pairs the source states),
     newest statement first; ``renamed_from`` is its inverse.
     """
-    order = sorted(per_release, key=vkey)
+    order = sorted(per_release, key=version_key)
     by_id: dict[str, dict[str, dict]] = {}
     for rel in order:
         for r in per_release[rel]:
@@ -477,11 +473,11 @@ def write_registry(out_dir: Path, packages: Iterable[str], build_dir: Path | Non
                 kept = [[o["id"], o["renamed_to"]] for o in old if o.get("renamed_to")]
         if not recs:
             raise FileNotFoundError(f"no built release of {pkg} under {build_dir or BUILD_DIR}; build one first")
-        renames = [r for v in sorted(metas, key=vkey, reverse=True) for r in metas[v].get("renames", [])] + kept
+        renames = [r for v in sorted(metas, key=version_key, reverse=True) for r in metas[v].get("renames", [])] + kept
         merged = merge(recs, renames)
         text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in merged)
         _atomic_write(out_dir / f"{pkg}.jsonl", text)
-        rels = sorted(recs, key=vkey)
+        rels = sorted(recs, key=version_key)
         manifest["packages"][pkg] = {
             "releases": rels,
             "records": len(merged),

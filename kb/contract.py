@@ -1,13 +1,16 @@
-"""The answer contract: what ``Engine.ask`` returns and every surface renders (docs/answer.md).
+"""The contract: what every command returns and every surface renders (docs/answer.md).
 
-Typed, versioned values. An answer is complete: the facts about every parameter it names
-(default, type, package, version, source file and line) travel inside it, so a surface never needs
-the registry, the index or the entries to render it. Every text field is already in the answer's
-language (``Answer.lang``); labels a surface adds come from ``kb.present.labels``.
+Typed, versioned values: the ``Answer`` of ``Engine.ask`` (``kb ask``) and one report per other command
+(``LintReport``, ``MemReport``, ``ShowReport``, ``FactcheckReport``, ``GapsReport``). A value is complete:
+the facts about every parameter it names (default, type, package, version, source file and line) travel
+inside it, so a surface never needs the registry, the index or the entries to render it. Every text field
+is already in the value's language (``lang``); labels a surface adds come from ``kb.present.labels``.
 
-``to_dict()`` gives the ``kb ask --json`` object; ``json_schema()`` derives its JSON Schema from these
-classes (exported to docs/answer.schema.json, checked by a test). Bump ``SCHEMA_VERSION`` when a field
-changes meaning or disappears (major) or is added (minor).
+``to_dict()`` gives the ``--json`` object; ``json_schema(name)`` derives its JSON Schema from these classes
+(``python -m kb.contract --all docs/`` writes docs/<name>.schema.json; a test checks the files).
+``from_dict(cls, data)`` rebuilds a value from its JSON (a surface that got it over the wire).
+``SCHEMA_VERSION`` is major.minor: a new field bumps the minor version (readers ignore fields they do not
+know, and the schemas allow them); a field that changes meaning or disappears bumps the major version.
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 SCHEMA_VERSION = (
-    "1.3"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
+    "2.0"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
     # 1.3: Memory by phase (gpu_verdict, peak_phase, reserved_gib, phases; MemoryTerm formula and source),
-    # Answer.stated_facts
+    # Answer.stated_facts; 2.0: a typed report for every command (LintReport, MemReport, ShowReport,
+    # FactcheckReport, GapsReport), MemoryTerm.phases, Result.rank; the schemas allow unknown fields and accept any 2.x
 )
+SCHEMA_MAJOR = SCHEMA_VERSION.split(".")[0]
 
 Lang = Literal["en", "zh"]
 Severity = Literal["error", "warning", "info"]
@@ -134,6 +140,16 @@ class Result:
     path: str = ""  # the entry's page on the static site (kb export), relative to its base URL: /<lang>/<id>/
     applies: bool | None = None  # the user's versions satisfy ``applies_to``; None: unknown or no constraint
     version_note: str | None = None  # why it was demoted ("applies to deepspeed >=0.18.3; you run 0.14.4")
+    rank: list[RankStep] = field(default_factory=list)  # how ``score`` was made (kb ask only), in order
+
+
+@dataclass
+class RankStep:
+    """One adjustment of kb.ask.rank that applied to a result (docs/retrieval.md lists them in order)."""
+
+    name: str  # evidence | signature | named-parameter | name-in-title | config-finding | conditions | ...
+    op: Literal["add", "scale"]  # added to the score, or multiplied it
+    value: float
 
 
 @dataclass
@@ -189,6 +205,7 @@ class MemoryTerm:
     gib: float
     formula: str = ""  # bytes per parameter (or per token) with the numbers filled in
     source: str = ""  # where the formula comes from: DeepSpeed file:line, or a measurement
+    phases: list[str] = field(default_factory=list)  # the phases it is alive in (GPU terms; empty: not known)
 
 
 @dataclass
@@ -265,6 +282,192 @@ class ErrorObject:
         return to_dict(self)
 
 
+# ---------------------------------------------------------------- the reports of the other commands
+#
+# Each has ``schema_version`` and ``kind`` (the command: lint | mem | show | factcheck | gaps) first in its
+# JSON; ``to_dict()`` is the command's ``--json`` object. The fields without a default come first in the
+# class; ``schema_version`` and ``kind`` have defaults so a report is built with the facts only.
+
+
+class _Report:
+    """What every report shares: ``to_dict()`` with ``schema_version`` and ``kind`` first."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = to_dict(self)
+        return {"schema_version": d.pop("schema_version"), "kind": d.pop("kind"), **d}
+
+
+@dataclass
+class SeverityCounts:
+    """How many findings of each severity."""
+
+    error: int = 0
+    warning: int = 0
+    info: int = 0
+
+
+@dataclass
+class LintReport(_Report):
+    """``kb lint``: what a config file really does, in the report's language."""
+
+    lang: Lang
+    file: str  # the name given (a path, or <stdin>)
+    config_kind: str  # deepspeed | accelerate | training_args | launch
+    config_format: str  # json | hjson | yaml | cmdline
+    findings: list[Finding]  # in file order: line, severity, path, code
+    counts: SeverityCounts
+    schema_version: str = SCHEMA_VERSION
+    kind: Literal["lint"] = "lint"
+
+
+@dataclass
+class SetupValue:
+    """One ``kb mem`` setting echoed back: the option (kb.memory.setup.OPTIONS), its label, the value used."""
+
+    name: str  # the option's name: model, gpus, stage, offload, micro_batch, ...
+    label: str  # in the report's language
+    value: str | bool | int | float | None  # None: not set (no --cpu-mem: host RAM not checked)
+    text: str  # the value as a reader sees it, in the report's language (on / off, 开 / 关, "-" when not set)
+    given: bool  # the user set it; false: the option's default
+
+
+@dataclass
+class DeepSpeedEstimate:
+    """DeepSpeed's own model-state estimator for the same setup, shown for reference (not added to kb's figure)."""
+
+    function: str  # estimate_zero2_model_states_mem_needs | estimate_zero3_model_states_mem_needs
+    gpu_bytes: int
+    cpu_bytes: int
+    gpu_gib: float
+    cpu_gib: float
+
+
+@dataclass
+class MemReport(_Report, Memory):
+    """``kb mem``: the Memory an answer carries, plus the setup it was computed for and the explain data."""
+
+    lang: Lang = "en"
+    setup: list[SetupValue] = field(default_factory=list)  # every option, in the order of kb.memory.setup.OPTIONS
+    shape: str | None = None  # the model shape used (a preset or a config.json); None: a bare parameter count
+    params: int = 0
+    trainable_params: int = 0
+    terms: list[MemoryTerm] = field(default_factory=list)  # every GPU term of every phase (``gpu``: the peak's)
+    fits_host: bool | None = None  # None: host RAM not given
+    host_verdict: str = "unknown"  # fits | tight | does not fit | unknown
+    deepspeed_estimator: DeepSpeedEstimate | None = None
+    schema_version: str = SCHEMA_VERSION
+    kind: Literal["mem"] = "mem"
+
+    def setting(self, name: str) -> Any:
+        """The value of one option of ``setup`` (None when the report has no such option)."""
+        return next((v.value for v in self.setup if v.name == name), None)
+
+
+@dataclass
+class ShowReport(_Report):
+    """``kb show``: one entry, as the same Result ``kb ask`` returns (everything in it: causes, all myths)."""
+
+    lang: Lang
+    result: Result
+    schema_version: str = SCHEMA_VERSION
+    kind: Literal["show"] = "show"
+
+
+@dataclass
+class NameCheck:
+    """One parameter-like name of the text and the registry's verdict on it."""
+
+    name: str
+    verdict: Verdict
+    message: str  # in the report's language
+    registry_id: str | None
+    suggestions: list[str]  # the nearest real names
+    line: int  # the first line it appears on
+    lines: list[int] = field(default_factory=list)  # every line it appears on
+    reason: str | None = None  # does-not-exist: where it was judged; unverified: why kb cannot say
+
+
+@dataclass
+class FactcheckReport(_Report):
+    """``kb factcheck``: every parameter-like name in a text, judged against the registry."""
+
+    lang: Lang
+    file: str
+    names: list[NameCheck]  # in order of first appearance
+    counts: dict[str, int]  # verdict -> how many names (only the verdicts that occur)
+    truncated_at: int | None = None  # the text was longer: only its first N characters were checked
+    schema_version: str = SCHEMA_VERSION
+    kind: Literal["factcheck"] = "factcheck"
+
+
+@dataclass
+class GapGroup:
+    """Bot questions close in meaning that the KB did not answer well."""
+
+    count: int
+    why: dict[str, int]  # unanswered | low_score | downvoted -> how many of the group's questions
+    examples: dict[str, list[str]]  # language -> up to 3 of the questions
+    closest_entries: list[str]  # the entries the answers came closest to
+    downvote_reasons: dict[str, int]
+    first_seen: float  # epoch seconds
+    last_seen: float
+    platforms: list[str]
+
+
+@dataclass
+class GapsReport(_Report):
+    """``kb gaps``: the unanswered, low-score and down-voted bot questions, grouped by meaning."""
+
+    since: float | None  # epoch seconds; None: everything in the store
+    questions: int
+    groups: list[GapGroup]  # largest first
+    threshold: float | None = None  # the similarity that joins a group (None when there was nothing to group)
+    schema_version: str = SCHEMA_VERSION
+    kind: Literal["gaps"] = "gaps"
+
+
+REPORTS: dict[str, type] = {
+    "lint": LintReport,
+    "mem": MemReport,
+    "show": ShowReport,
+    "factcheck": FactcheckReport,
+    "gaps": GapsReport,
+}
+
+
+# ---------------------------------------------------------------- building reports from the core's values
+
+
+def finding(f: Any, lang: str) -> Finding:
+    """A ``kb.doctor.lint`` Finding (both languages, ``.text(lang)``) as the contract's Finding in ``lang`` (the
+    English text where a rule has no Chinese one)."""
+    msg, sug = f.text(lang)
+    en_msg, en_sug = f.text("en")
+    return Finding(f.code, f.severity, f.path, f.line, msg or en_msg, sug or en_sug, f.entry)
+
+
+def lint_report(file: str, config_kind: str, config_format: str, findings: Iterable[Any], lang: str) -> LintReport:
+    """``findings``: ``kb.doctor.lint`` Findings (judged in ``lang``) or the contract's own."""
+    fs = [f if isinstance(f, Finding) else finding(f, lang) for f in findings]
+    counts = SeverityCounts(*(sum(f.severity == s for f in fs) for s in ("error", "warning", "info")))
+    return LintReport(lang, file, config_kind, config_format, fs, counts)  # type: ignore[arg-type]
+
+
+def factcheck_report(file: str, verdicts: Iterable[Any], lang: str, truncated_at: int | None = None) -> FactcheckReport:
+    """``verdicts``: ``kb.registry.factcheck.NameVerdict`` objects (already judged in ``lang``)."""
+    names = [
+        NameCheck(v.name, v.verdict, v.message, v.registry_id, list(v.suggestions), v.line, list(v.lines), v.reason)
+        for v in verdicts
+    ]
+    order = typing.get_args(Verdict)
+    counts = {k: n for k in order if (n := sum(x.verdict == k for x in names))}
+    return FactcheckReport(lang, file, names, counts, truncated_at)  # type: ignore[arg-type]
+
+
+def show_report(result: Result, lang: str) -> ShowReport:
+    return ShowReport(lang, result)  # type: ignore[arg-type]
+
+
 def to_dict(obj: Any) -> Any:
     """Dataclasses to plain JSON-ready values (None-valued optional fields are kept: the schema lists them)."""
     if dataclasses.is_dataclass(obj):
@@ -274,6 +477,46 @@ def to_dict(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: to_dict(v) for k, v in obj.items()}
     return obj
+
+
+T = TypeVar("T")
+
+
+def from_dict(cls: type[T], data: Any) -> T:
+    """The typed value of a JSON object (``to_dict``'s output, or a newer minor version's): fields this version
+    does not know are ignored, as the contract says readers must; a missing field takes its default."""
+    return _from(cls, data)
+
+
+def _from(tp: Any, data: Any) -> Any:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if data is None or tp is Any:
+        return data
+    if origin in (typing.Union, types.UnionType):
+        for a in args:
+            if a is type(None):
+                continue
+            if dataclasses.is_dataclass(a) and isinstance(data, dict):
+                return _from(a, data)
+        return data  # a union of plain JSON types: the value as it is
+    if origin is list:
+        return [_from(args[0], x) for x in data]
+    if origin is dict:
+        return {k: _from(args[1], v) for k, v in data.items()}
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise TypeError(f"{tp.__name__}: expected a JSON object, got {type(data).__name__}")
+        hints = typing.get_type_hints(tp)
+        known = {f.name: f for f in dataclasses.fields(tp)}
+        missing = [
+            n
+            for n, f in known.items()
+            if n not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        if missing:
+            raise TypeError(f"{tp.__name__}: missing field {', '.join(missing)}")
+        return tp(**{n: _from(hints[n], data[n]) for n in known if n in data})
+    return data
 
 
 # ---------------------------------------------------------------- JSON Schema, derived from the classes
@@ -303,42 +546,110 @@ def _type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return {"$ref": f"#/$defs/{name}"}
     simple = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
     if tp in simple:
-        return {"type": simple[tp]} if tp is not float else {"type": "number"}
+        return {"type": simple[tp]}
     raise TypeError(f"no JSON Schema for {tp!r}")
 
 
+# a reader of 2.0 reads every 2.x: a newer minor version only adds fields, which readers ignore
+VERSION_PATTERN = rf"^{SCHEMA_MAJOR}\.\d+$"
+
+
 def _class_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
+    """Every field required (None-valued ones are printed too); other fields allowed (a newer minor version's)."""
     hints = typing.get_type_hints(cls)
-    props = {f.name: _type_schema(hints[f.name], defs) for f in dataclasses.fields(cls)}
+    names = [f.name for f in dataclasses.fields(cls)]
+    if "schema_version" in names:  # the top-level objects print it first
+        names = [
+            "schema_version",
+            *(["kind"] if "kind" in names else []),
+            *(n for n in names if n not in ("schema_version", "kind")),
+        ]
+    props = {n: _type_schema(hints[n], defs) for n in names}
+    if "schema_version" in props:
+        props["schema_version"] = {"type": "string", "pattern": VERSION_PATTERN}
     doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-    out: dict[str, Any] = {
-        "type": "object",
-        "properties": props,
-        "required": [f.name for f in dataclasses.fields(cls)],
-        "additionalProperties": False,
-    }
+    out: dict[str, Any] = {"type": "object", "properties": props, "required": names}
     if doc:
         out["description"] = doc
     return out
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of one line of ``kb ask --json`` / ``--jsonl`` output (an answer or an error object)."""
+SCHEMAS: dict[str, tuple[type, str]] = {
+    "answer": (
+        Answer,
+        "One object printed by `kb ask --json` (or one line of `--jsonl`): an Answer or an ErrorObject.",
+    ),
+    "lint": (LintReport, "The object printed by `kb lint --json`: a LintReport or an ErrorObject."),
+    "mem": (MemReport, "The object printed by `kb mem --json`: a MemReport or an ErrorObject."),
+    "show": (ShowReport, "The object printed by `kb show --json`: a ShowReport or an ErrorObject."),
+    "factcheck": (FactcheckReport, "The object printed by `kb factcheck --json`: a FactcheckReport or an ErrorObject."),
+    "gaps": (GapsReport, "The object printed by `kb gaps --json`: a GapsReport or an ErrorObject."),
+}
+
+
+def json_schema(name: str = "answer") -> dict[str, Any]:
+    """The JSON Schema of what ``kb <name> --json`` prints: its answer or report, or an error object."""
+    if name not in SCHEMAS:
+        raise KeyError(f"no schema {name!r}; choose from {', '.join(SCHEMAS)}")
+    cls, description = SCHEMAS[name]
     defs: dict[str, Any] = {}
-    answer = _type_schema(Answer, defs)
+    top = _type_schema(cls, defs)
     error = _type_schema(ErrorObject, defs)
-    for name in ("Answer", "ErrorObject"):
-        defs[name]["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "kb answer",
-        "description": "One object printed by `kb ask --json` (or one line of `--jsonl`): an Answer or an ErrorObject.",
-        "anyOf": [answer, error],
+        "title": f"kb {name}",
+        "description": description,
+        "anyOf": [top, error],
         "$defs": dict(sorted(defs.items())),
     }
 
 
-if __name__ == "__main__":  # python -m kb.contract > docs/answer.schema.json
+def schema_file(name: str) -> str:
+    """The file name of a schema under docs/: answer.schema.json, lint.schema.json, ..."""
+    return f"{name}.schema.json"
+
+
+def schema_text(name: str) -> str:
     import json
 
-    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+    return json.dumps(json_schema(name), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kb.contract``: print or write the JSON Schemas (docs/*.schema.json)."""
+    import argparse
+    import sys
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(
+        prog="python -m kb.contract",
+        description="Print the JSON Schema of one command's --json output, or write every schema into a folder.",
+    )
+    ap.add_argument(
+        "name", nargs="?", default="answer", choices=list(SCHEMAS), help="which schema to print (default: answer)"
+    )
+    ap.add_argument("--all", metavar="DIR", help="write every schema as DIR/<name>.schema.json")
+    ap.add_argument("--check", metavar="DIR", help="exit 1 when a DIR/<name>.schema.json differs from the classes")
+    a = ap.parse_args(argv)
+    for folder in (a.all, a.check):
+        if folder and not Path(folder).is_dir():
+            ap.error(f"{folder}: no such folder")
+    if a.all:
+        for n in SCHEMAS:
+            (Path(a.all) / schema_file(n)).write_text(schema_text(n), encoding="utf-8")
+        return 0
+    if a.check:
+        stale = []
+        for n in SCHEMAS:
+            f = Path(a.check) / schema_file(n)
+            if not f.is_file() or f.read_text(encoding="utf-8") != schema_text(n):
+                stale.append(str(f))
+        for f in stale:
+            print(f"{f}: stale or missing; run python -m kb.contract --all {a.check}", file=sys.stderr)
+        return 1 if stale else 0
+    sys.stdout.write(schema_text(a.name))
+    return 0
+
+
+if __name__ == "__main__":  # python -m kb.contract --all docs/
+    raise SystemExit(main())

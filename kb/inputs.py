@@ -18,7 +18,7 @@ def decode_bytes(data: bytes, source: str = "<input>") -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        first_bad = e.start
+        first_bad = e.start + len(data) - len(e.object)  # e.object is what follows a BOM: the offset is in data
     try:
         text = data.decode("gb18030")
     except UnicodeDecodeError:

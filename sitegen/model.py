@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.ask.engine import entry_result
+from kb.ask.result import entry_result
 from kb.content.entries import AREAS, LoadedEntry
 from kb.contract import to_dict
 from kb.registry.store import CONFIG_KINDS, PACKAGE_ORDER, Registry

@@ -6,6 +6,10 @@ Two indexes, both built once per session from the shipped entries:
 - ``built_index`` / ``engine``: the real default embedder. Only ranking-quality tests use it; they are
   marked ``quality`` (automatically, by using these fixtures), so ``pytest -m "not quality"`` runs the rest.
 
+Markers (registered in pyproject.toml): every ``quality`` and ``browser`` test is also marked ``slow`` here,
+beside the tests marked ``slow`` where they are written (the registry rebuild, site export, a second site
+build, a backend's end to end run), so ``pytest -m "not slow"`` is the everyday subset (README, "Tests").
+
 Tests that read the team's shelf (../shared) skip when it is absent, except under CI=true, where a
 missing shelf fails loudly instead of passing silently.
 """
@@ -31,16 +35,21 @@ settings.register_profile("dev", deadline=None, suppress_health_check=[HealthChe
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
-def fuzz_examples(deep: int) -> int:
-    """Examples for a fuzz test: ``deep`` with KB_FUZZ=1 (a fuzzing run), a tenth of it in the everyday suite."""
-    return deep if os.environ.get("KB_FUZZ") else max(100, deep // 10)
+def fuzz_examples(deep: int, everyday: int | None = None) -> int:
+    """Examples for a fuzz test: ``deep`` with KB_FUZZ=1 (a fuzzing run), else ``everyday`` (by default a
+    tenth of ``deep``, at least 100; a test whose examples are slow passes a smaller one)."""
+    if os.environ.get("KB_FUZZ"):
+        return deep
+    return max(100, deep // 10) if everyday is None else everyday
 
 
 QUALITY_FIXTURES = {"engine", "built_index", "cli_env_real"}
+SLOW_MARKERS = ("quality", "browser")  # each of these is slow too: left out of `pytest -m "not slow"`
+# tests/test_site.py's built site: the whole site with Pagefind (about 10 s), then about 25 s of reading it back
+SLOW_FIXTURES = {"site"}
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "quality: ranking quality on the real embedder's index (slow to build)")
     try:
         from tests import fakes
     except ImportError:  # pragma: no cover - only while tests/fakes.py is being written
@@ -50,8 +59,17 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if QUALITY_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = getattr(item, "fixturenames", ())
+        if QUALITY_FIXTURES & set(fixtures):
             item.add_marker(pytest.mark.quality)
+        slow = any(item.get_closest_marker(m) for m in SLOW_MARKERS) or SLOW_FIXTURES & set(fixtures)
+        if slow and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # pytest -n 2 --dist loadfile hands whole files to the workers in this order: the files that hold slow tests
+        # first, so the last ones handed out are short and both workers finish together (a file keeps its order)
+        slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow_files)
 
 
 def in_ci() -> bool:

@@ -402,7 +402,7 @@ def test_shipped_vectors_cover_the_shipped_entries(tmp_path):
 
 
 def test_vector_cache_is_used_and_rewritten(tmp_path, monkeypatch):
-    from indexer.build import build_index, load_vector_cache, vector_cache_path
+    from indexer.build import build_index, load_vector_cache, vector_file
     from kb.index.embedders import get_embedder
 
     data = tmp_path / "data"
@@ -411,9 +411,8 @@ def test_vector_cache_is_used_and_rewritten(tmp_path, monkeypatch):
     monkeypatch.setenv("KB_DATA", str(data))
     first = build_index(tmp_path / "i1", data / "entries", embedder_spec="fake", save_vectors=True)
     fake_id = get_embedder("fake").id
-    assert first.embedded > 0 and vector_cache_path(fake_id).is_file()
-    assert (
-        vector_cache_path(fake_id).parent == data / "embeddings" and len(load_vector_cache(fake_id)) == first.embedded
-    )
+    path = vector_file(fake_id, "nvme-offload-setup")
+    assert first.embedded > 0 and path == data / "embeddings" / "fake_1_128" / "nvme-offload-setup.npy"
+    assert path.is_file() and len(load_vector_cache(fake_id)) == first.embedded
     second = build_index(tmp_path / "i2", data / "entries", embedder_spec="fake")  # a fresh index folder
     assert second.embedded == 0 and second.reused == first.embedded

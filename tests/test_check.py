@@ -4,6 +4,7 @@ Every check is a unit (``kb.content.check.CHECKS``): its bad cases (mutations of
 reported with its code, its ok cases are clean, and docs/entry-format.md lists exactly its codes.
 """
 
+import importlib.metadata as md
 import json
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def run(*args):
     return CliRunner().invoke(main, list(args))
 
 
+@pytest.mark.slow  # `kb check` over every shipped entry (about 6 s; .ci/run runs it too)
 def test_shipped_entries_pass():
     res = run("check")
     assert res.exit_code == 0, res.output
@@ -45,7 +47,7 @@ def test_shipped_entries_pass():
 def test_broken_entries_fail_with_file_line_field():
     res = run("check", "--entries", str(BROKEN), "--json")
     assert res.exit_code == 1
-    problems = json.loads(res.output)
+    problems = json.loads(res.output)["problems"]
     got = {(p["file"].rsplit("/", 1)[-1], p["line"], p["field"], p["code"]) for p in problems}
     assert ("bad-yaml.yaml", 7, "", "CHK001") in got  # YAML syntax error: the line of the problem
     assert ("missing-zh.yaml", 3, "title.zh", "CHK001") in got  # a language missing
@@ -79,7 +81,7 @@ def test_duplicate_ids_and_related(tmp_path):
     (tmp_path / "copy-entry.yaml").write_text(other)
     res = run("check", "--entries", str(tmp_path), "--json")
     assert res.exit_code == 1
-    msgs = {(p["code"], p["message"]) for p in json.loads(res.output)}
+    msgs = {(p["code"], p["message"]) for p in json.loads(res.output)["problems"]}
     assert any(c == "CHK002" and "already used" in m for c, m in msgs)
     assert ("CHK007", "no entry with id 'no-such-entry'") in msgs
 
@@ -90,7 +92,7 @@ def test_schema_rejects_unknown_keys_and_few_queries(tmp_path):
     (tmp_path / "zero3-single-gpu-no-offload.yaml").write_text(bad)
     res = run("check", "--entries", str(tmp_path), "--json")
     assert res.exit_code == 1
-    p = json.loads(res.output)[0]
+    p = json.loads(res.output)["problems"][0]
     assert p["field"] == "severity" and p["line"] == 4 and "Extra inputs" in p["message"] and p["code"] == "CHK001"
 
 
@@ -164,6 +166,43 @@ def test_cases_edit_text_that_exists(tmp_path):
         from kb.content.check import EntryCase
 
         write_case(EntryCase("nothing", (("no such text", "x"),)), tmp_path / "none", BASE_TEXT)
+
+
+def test_code_sources_chk008_cannot_check_are_listed_with_the_reason(tmp_path, registry):
+    """Not checked is not passed: a source of a package that is not installed, or of another version of it,
+    is listed (entry, field, line, source, reason) and summed up per reason; it is not a problem."""
+    from kb.content.check import EntryCase, unchecked_code_sources, unchecked_summary
+
+    case = EntryCase(
+        "two sources it cannot check",
+        (
+            (
+                "version: 0.19.8\n    file: deepspeed/runtime/zero/stage3.py",
+                "version: 0.0.1\n    file: deepspeed/runtime/zero/stage3.py",
+            ),
+            ("package: deepspeed\n    version: 0.19.8", "package: no-such-package-kb\n    version: 0.19.8"),
+        ),
+    )
+    folder = write_case(case, tmp_path / "entries", BASE_TEXT)
+    loaded, problems = check_all(folder, registry)
+    assert [p for p in problems if p.code == "CHK008"] == []
+    got = unchecked_code_sources(loaded)
+    by_field = {u.field: u for u in got}
+    assert set(by_field) == {"sources.0", "sources.1"}, [str(u) for u in got]
+    installed = md.version("deepspeed").split("+")[0]
+    assert by_field["sources.0"].reason == f"deepspeed {installed} is installed, not 0.0.1"
+    assert by_field["sources.0"].source == "deepspeed 0.0.1 deepspeed/runtime/zero/stage3.py:4016-4050"
+    assert by_field["sources.1"].reason == "no-such-package-kb is not installed"
+    for u in got:
+        assert u.entry == BASE_ENTRY and u.file.endswith(f"{BASE_ENTRY}.yaml") and u.line
+        assert str(u) == f"{u.file}:{u.line}: CHK008 info {u.field}: not checked: {u.source} ({u.reason})"
+    summary = unchecked_summary(got)
+    assert summary == [
+        f"CHK008 info: 1 code source(s) not checked ({installed_reason}), in 1 entry: {BASE_ENTRY}"
+        for installed_reason in sorted(u.reason for u in got)
+    ]
+    unmutated = write_case(EntryCase("as shipped"), tmp_path / "base", BASE_TEXT)
+    assert unchecked_code_sources(check_all(unmutated, registry)[0]) == []  # every source of it is checked
 
 
 def test_problem_str_and_json_carry_the_code():
@@ -276,3 +315,22 @@ def test_call_result_attribute_links_only_to_a_method(registry):
     for n in ("().pretrained_model", "().dtype"):
         recs, _ = _records_for(names[n], registry)
         assert all(r["kind"] in ("method", "function") for r in recs)
+
+
+@pytest.mark.slow  # `kb check` over every shipped entry, twice (about 13 s)
+def test_check_says_which_code_sources_it_could_not_check(tmp_path):
+    """CHK008 checks a code source only where that exact package version is installed; the rest are listed with
+    the reason (info, not problems), in the text and in --json."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    out = CliRunner().invoke(main, ["check", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["problems"] == [] and data["unchecked"]
+    assert all(u["reason"] and u["entry"] and u["source"] for u in data["unchecked"])
+    text = CliRunner().invoke(main, ["check"])
+    reasons = {u["reason"] for u in data["unchecked"]}
+    assert text.exit_code == 0 and all(f"({r})" in text.output for r in reasons)
+    assert text.output.rstrip().endswith("entries: ok")

@@ -1,4 +1,4 @@
-"""Config parsing limits, the one DeepSpeed-block reader, query hints, and input decoding."""
+"""Config parsing limits, the one DeepSpeed-block reader, what a question states, and input decoding."""
 
 import json
 
@@ -6,17 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kb.ask.question import stated_facts, stated_from_text
 from kb.doctor.configs import (
     MAX_NESTING,
     ConfigError,
-    QueryHints,
     deepspeed_block,
     facts_from_config,
-    hints_from_query,
     micro_batch,
     parse_config,
 )
 from kb.inputs import InputError, decode_arg, decode_bytes
+from kb.lang import has_cjk
 
 
 @pytest.mark.parametrize(
@@ -67,16 +67,18 @@ def test_deepspeed_block_for_every_front_end():
 @pytest.mark.parametrize(
     "query,hints",
     [
-        ("llama2-7b on 8 gpus oom", QueryHints("llama2-7b", 7e9, 8)),
-        ("7B模型 4卡 zero3 爆显存", QueryHints(None, 7e9, 4)),
-        ("单卡A100跑13b全参", QueryHints(None, 13e9, 1)),
-        ("one gpu, qwen2.5-72b", QueryHints("qwen2.5-72b", 72e9, 1)),
-        ("ZeRO-3第一步就OOM", QueryHints(None, None, None)),
-        ("v100 with 16gb and bf16", QueryHints(None, None, None)),
+        ("llama2-7b on 8 gpus oom", ("llama2-7b", 7e9, 8)),
+        ("7B模型 4卡 zero3 爆显存", (None, 7e9, 4)),
+        ("单卡A100跑13b全参", (None, 13e9, 1)),
+        ("one gpu, qwen2.5-72b", ("qwen2.5-72b", 72e9, 1)),
+        ("ZeRO-3第一步就OOM", (None, None, None)),
+        ("v100 with 16gb and bf16", (None, None, None)),
     ],
 )
 def test_query_hints(query, hints):
-    assert hints_from_query(query) == hints
+    s = stated_from_text(query)
+    assert (s.model, s.params, s.gpus) == hints
+    assert s.facts == stated_facts(query)
 
 
 def test_decoding():
@@ -87,15 +89,30 @@ def test_decoding():
     assert decode_arg("显存".encode("gbk").decode("utf-8", "surrogateescape")) == "显存"
 
 
-@given(st.binary(max_size=200))
+BOM = "\ufeff".encode()
+GB18030_BYTES = st.lists(st.sampled_from(["显存", "不足", "zero3 ", "\n"]), max_size=8).map(
+    lambda p: "".join(p).encode("gb18030")
+)
+
+
+@given(st.binary(max_size=200) | st.binary(max_size=200).map(BOM.__add__) | GB18030_BYTES)
 def test_fuzz_decode_bytes_decodes_or_refuses(data):
-    """Any bytes: text back, or an InputError naming the offset (never another exception)."""
+    """Any bytes: the UTF-8 text (without its BOM); else the GB18030 text when it reads cleanly as Chinese; else an
+    InputError naming the first byte that is not UTF-8, by offset and value (never another exception)."""
+    try:
+        utf8 = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        utf8, bad = None, e.start
     try:
         text = decode_bytes(data)
     except InputError as e:
-        assert "offset" in str(e)
-    else:
-        assert isinstance(text, str)
+        assert utf8 is None, "valid UTF-8 refused"
+        assert f"invalid byte 0x{data[bad]:02x} at offset {bad})" in str(e), (str(e), bad)
+        return
+    if utf8 is not None:
+        assert text == utf8.removeprefix("\ufeff")
+    else:  # not UTF-8: read as GB18030, losslessly, and only when it is Chinese
+        assert text == data.decode("gb18030") and text.encode("gb18030") == data and has_cjk(text)
 
 
 # ---------------------------------------------------------------- facts the question states, facts of a front end
@@ -123,9 +140,7 @@ def test_fuzz_decode_bytes_decodes_or_refuses(data):
     ],
 )
 def test_facts_from_query(query, expected):
-    from kb.doctor.configs import facts_from_query
-
-    assert facts_from_query(query).as_dict() == expected
+    assert stated_facts(query).as_dict() == expected
 
 
 def test_llamafactory_yaml_facts_from_its_file_names():
@@ -145,27 +160,30 @@ def test_llamafactory_yaml_facts_from_its_file_names():
 
 
 def test_stated_facts_boost_and_demote_where_the_config_says_nothing():
-    from kb.ask.retrieve import Hit, Retriever
-    from kb.doctor.configs import QueryFacts
+    from kb.ask import rank
+    from kb.ask.question import read_question
+    from kb.ask.retrieve import Hit
+    from kb.doctor.configs import SetupFacts
 
-    r = Retriever.__new__(Retriever)
-    stated = QueryFacts(zero_stage=3, precision="fp16", when="start")
-    h = Hit("x")
-    r._apply_conditions(h, {"precision": ["bf16"]}, None, stated)
-    assert h.condition < 0
-    h = Hit("z")
-    r._apply_conditions(h, {"precision": ["fp16"], "when": ["start"]}, None, stated)
-    assert h.condition > 0
-    h = Hit("c")  # the config wins over what the text says
-    r._apply_conditions(h, {"zero_stage": [3]}, QueryFacts(zero_stage=2), stated)
-    assert h.condition < 0
-    h = Hit("g")
-    r._apply_conditions(h, {"when": ["later"]}, None, stated)  # "OOM on the first step" is not memory growing per step
-    assert h.condition < 0
+    q = read_question("fp16 zero3 oom on the first step")
+    assert q.stated.facts == SetupFacts(zero_stage=3, precision="fp16", when="start")
+    entries = {
+        "x": {"conditions": {"precision": ["bf16"]}},
+        "z": {"conditions": {"precision": ["fp16"], "when": ["start"]}},
+        "c": {"conditions": {"zero_stage": [3]}},
+        "g": {"conditions": {"when": ["later"]}},  # "OOM on the first step" is not memory growing per step
+    }
+    ctx = rank.Context(q, entries)
+    assert rank._conditions(Hit("x"), ctx) < 0
+    assert rank._conditions(Hit("z"), ctx) > 0
+    assert rank._conditions(Hit("g"), ctx) < 0
+    with_cfg = rank.Context(q, entries, config_facts=SetupFacts(zero_stage=2))  # the config wins over the text
+    assert rank._conditions(Hit("c"), with_cfg) < 0
+    assert rank._conditions(Hit("c"), ctx) > 0
 
 
 def test_when_the_failure_happens():
-    from kb.doctor.configs import facts_from_query
+    facts_from_query = stated_facts
 
     assert facts_from_query("oom on first step").when == "start"
     assert facts_from_query("ZeRO-3第一步就OOM").when == "start"

@@ -20,17 +20,36 @@ from tests.conftest import ROOT
 SCHEMA_FILE = ROOT / "docs" / "answer.schema.json"
 
 
-def test_exported_schema_matches_the_classes():
-    assert json.loads(SCHEMA_FILE.read_text()) == contract.json_schema(), (
-        "docs/answer.schema.json is stale: python -m kb.contract > docs/answer.schema.json"
+@pytest.mark.parametrize("name", list(contract.SCHEMAS))
+def test_exported_schemas_match_the_classes(name):
+    f = ROOT / "docs" / contract.schema_file(name)
+    assert f.is_file() and json.loads(f.read_text()) == contract.json_schema(name), (
+        f"docs/{f.name} is stale: python -m kb.contract --all docs/"
     )
 
 
+def test_schema_generator_writes_and_checks_every_file(tmp_path):
+    assert contract.main(["--all", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(contract.schema_file(n) for n in contract.SCHEMAS)
+    assert contract.main(["--check", str(tmp_path)]) == 0
+    (tmp_path / "lint.schema.json").write_text("{}")
+    assert contract.main(["--check", str(tmp_path)]) == 1
+    assert contract.main(["--check", str(ROOT / "docs")]) == 0
+
+
 @pytest.fixture(scope="module")
-def validator():
-    schema = json.loads(SCHEMA_FILE.read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+def validators():
+    out = {}
+    for name in contract.SCHEMAS:
+        schema = json.loads((ROOT / "docs" / contract.schema_file(name)).read_text())
+        jsonschema.Draft202012Validator.check_schema(schema)
+        out[name] = jsonschema.Draft202012Validator(schema)
+    return out
+
+
+@pytest.fixture(scope="module")
+def validator(validators):
+    return validators["answer"]
 
 
 def test_kb_ask_json_validates(cli_env, validator, tmp_path):
@@ -60,11 +79,124 @@ def test_kb_ask_jsonl_validates(cli_env, validator, tmp_path):
         validator.validate(json.loads(line))
 
 
-def test_schema_rejects_what_it_should(validator):
+EX = str(ROOT / "examples")
+# every report command: (its schema, argv, the exit code, whether it prints a report or an error object)
+COMMANDS = [
+    ("lint", ["lint", f"{EX}/ds_config.json", "--world-size", "1", "--model", "7b"], 1, "report"),
+    ("lint", ["lint", f"{EX}/llamafactory.yaml", "--lang", "zh"], 1, "report"),
+    ("lint", ["lint", f"{EX}/accelerate.yaml"], 0, "report"),
+    ("lint", ["lint", f"{EX}/missing.json"], 2, "error"),
+    ("mem", ["mem", "--model", "llama2-7b", "--gpus", "1", "--stage", "3"], 1, "report"),
+    ("mem", ["mem", "--model", "qwen2.5-7b", "--qlora", "--lora-rank", "16", "--lang", "zh"], 0, "report"),
+    ("mem", ["mem", "--params", "7b", "--gpus", "8", "--stage", "2", "--cpu-mem", "64"], 0, "report"),
+    ("mem", ["mem", "--model", "llama2-7b", "--gpus", "0"], 2, "error"),
+    ("show", ["show", "zero3-single-gpu-no-offload"], 0, "report"),
+    ("show", ["show", "nvme-offload-setup", "--lang", "zh"], 0, "report"),
+    ("show", ["show", "no-such-entry"], 2, "error"),
+    ("factcheck", ["factcheck", f"{EX}/answer.md"], 1, "report"),
+    ("factcheck", ["factcheck", f"{EX}/answer.md", "--lang", "zh"], 1, "report"),
+    ("factcheck", ["factcheck", f"{EX}/missing.md"], 2, "error"),
+]
+
+
+@pytest.mark.parametrize("name,argv,code,what", COMMANDS, ids=[" ".join(c[1][:2] + c[1][-1:]) for c in COMMANDS])
+def test_every_report_commands_json_validates(name, argv, code, what, validators):
+    r = CliRunner().invoke(main, [*argv, "--json"])
+    assert r.exit_code == code, r.output
+    obj = json.loads(r.stdout)  # exactly one JSON object
+    validators[name].validate(obj)
+    assert obj["schema_version"] == SCHEMA_VERSION
+    if what == "error":
+        assert set(obj) == {"schema_version", "error", "kind", "line"}
+        return
+    assert list(obj)[:2] == ["schema_version", "kind"] and obj["kind"] == name
+    assert obj["lang"] == ("zh" if "zh" in argv else "en")
+    back = contract.from_dict(contract.REPORTS[name], obj)  # the typed value rebuilt from the wire
+    assert back.to_dict() == obj
+
+
+def test_kb_gaps_json_validates(cli_env, validators, tmp_path):
+    from bot.feedback import SQLiteStore
+
+    db = tmp_path / "fb.sqlite"
+    store = SQLiteStore(db)
+    r = CliRunner().invoke(main, ["gaps", "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    empty = json.loads(r.stdout)
+    validators["gaps"].validate(empty)
+    assert empty["kind"] == "gaps" and empty["groups"] == [] and empty["questions"] == 0
+    for q in ("how to train a diffusion model", "扩散模型怎么训练"):
+        ask = store.record_ask({"query": q, "lang": "en", "answered": False, "closest": []}, "test", "c", "u")
+    store.record_vote(ask, False, "unclear", "u")
+    r = CliRunner().invoke(main, ["gaps", "--db", str(db), "--json"])
+    obj = json.loads(r.stdout)
+    validators["gaps"].validate(obj)
+    assert obj["questions"] == 2 and sum(g["count"] for g in obj["groups"]) == 2
+    assert any(g["downvote_reasons"] == {"unclear": 1} for g in obj["groups"])
+    r = CliRunner().invoke(main, ["gaps", "--db", str(tmp_path / "none.sqlite"), "--json"])
+    validators["gaps"].validate(json.loads(r.stdout))  # the error object
+
+
+def test_schema_rejects_what_it_should(validator, validators):
     with pytest.raises(jsonschema.ValidationError):
         validator.validate({"schema_version": SCHEMA_VERSION, "query": "x"})  # neither an answer nor an error
+    for old in ("0.9", "1.3", "3.0", "2", "2.x", "v2.1"):  # another major version, or not major.minor
+        with pytest.raises(jsonschema.ValidationError):
+            validator.validate({"schema_version": old, "error": "x", "kind": "input", "line": None})
+    r = CliRunner().invoke(main, ["lint", str(ROOT / "examples" / "accelerate.yaml"), "--json"])
+    lint = json.loads(r.stdout)
     with pytest.raises(jsonschema.ValidationError):
-        validator.validate({"schema_version": "0.9", "error": "x", "kind": "input", "line": None})
+        validators["lint"].validate({**lint, "kind": "mem"})  # a report is not another command's report
+    with pytest.raises(jsonschema.ValidationError):
+        validators["lint"].validate({k: v for k, v in lint.items() if k != "counts"})  # a field missing
+
+
+def test_a_newer_minor_version_with_unknown_fields_validates(validators, cli_env):
+    """Readers must ignore fields they do not know: a 2.7 answer or report with a new field is still valid 2.x."""
+    r = CliRunner().invoke(main, ["ask", "zero3 oom first step", "--json"])
+    ans = json.loads(r.stdout)
+    newer = {**ans, "schema_version": "2.7", "field_from_2_7": [{"step": "bm25", "score": 0.3}]}
+    newer["results"] = [{**x, "badge_from_2_7": "new"} for x in ans["results"]]
+    validators["answer"].validate(newer)
+    back = contract.from_dict(contract.Answer, newer)  # a 2.0 reader reads it, dropping what it does not know
+    assert back.schema_version == "2.7" and back.results[0].id == ans["results"][0]["id"]
+    assert "field_from_2_7" not in back.to_dict() and "badge_from_2_7" not in back.to_dict()["results"][0]
+    for name, argv, _, what in COMMANDS:
+        if what != "report":
+            continue
+        obj = json.loads(CliRunner().invoke(main, [*argv, "--json"]).stdout)
+        validators[name].validate({**obj, "schema_version": "2.7", "something_new": {"x": 1}})
+    validators["answer"].validate({"schema_version": "2.7", "error": "x", "kind": "input", "line": None, "hint": "y"})
+
+
+def test_the_schema_version_is_stated_the_same_everywhere():
+    """kb/contract.py, docs/answer.md and README.md name one schema version."""
+    import re
+
+    assert re.fullmatch(r"\d+\.\d+", SCHEMA_VERSION)
+    doc = (ROOT / "docs" / "answer.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"(schema {SCHEMA_VERSION})" in doc.splitlines()[0]
+    assert f'| `schema_version` | "{SCHEMA_VERSION}" |' in doc
+    stated = re.findall(r"\bschema (\d+\.\d+)", readme) + re.findall(r"\(schema (\d+\.\d+)\)", doc)
+    assert stated and set(stated) == {SCHEMA_VERSION}, stated
+    assert f'"{SCHEMA_VERSION}"' in (ROOT / "kb" / "contract.py").read_text(encoding="utf-8")
+
+
+def test_every_report_is_documented_with_all_its_fields():
+    """docs/answer.md has a section per report whose table lists each field of the class."""
+    import dataclasses
+
+    doc = (ROOT / "docs" / "answer.md").read_text(encoding="utf-8")
+    for name, cls in contract.REPORTS.items():
+        head = f"### `{cls.__name__}` (`kb {name}`)"
+        assert head in doc, head
+        section = doc.split(head, 1)[1].split("\n### ", 1)[0]
+        own = [f.name for f in dataclasses.fields(cls)]
+        if cls is contract.MemReport:  # the Memory fields are documented with Memory
+            own = [n for n in own if n not in contract.Memory.__dataclass_fields__]
+        for n in own:
+            assert f"| `{n}` |" in section, f"{cls.__name__}.{n} is not in docs/answer.md"
 
 
 # ---------------------------------------------------------------- languages

@@ -28,26 +28,15 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from bot.discord_bot import KbDiscordBot, MissingToken, dry_run, locale_lang, run, wire_payload
-from bot.discord_render import (
-    LIMITS,
-    code_block,
-    code_url,
-    custom_id,
-    embed_length,
-    entry_url,
-    parse_custom_id,
-    render,
-    render_answer,
-    render_entry,
-    render_lint,
-    render_memory,
-    safe,
-)
+from bot.discord_render import LIMITS, code_block, embed_length, problems, render, safe
+from bot.layout import control_id, parse_control_id
 from bot.messages import msg
 from bot.service import AnswerService, Reply
 from bot.settings import Settings
 from kb.contract import SCHEMA_VERSION
-from tests.conftest import ROOT
+from kb.present.labels import L
+from kb.present.links import code_url, entry_url
+from tests.conftest import ROOT, fuzz_examples
 
 APP_ID = 2
 USER = {"id": "42", "username": "asker", "discriminator": "0", "avatar": None, "global_name": None}
@@ -199,8 +188,14 @@ def test_ask_defers_first_and_the_core_runs_off_the_loop(make_service, monkeypat
     links = "\n".join(f["value"] for e in body["embeds"] for f in e.get("fields", [])) + top["description"]
     assert "https://github.com/deepspeedai/DeepSpeed/blob/v0.19.8/deepspeed/runtime/zero/stage3.py#L4016-L4050" in links
     ids = custom_ids(body)
-    ask_id = parse_custom_id(ids[0])[1]
-    assert ids == [f"kb:more:{ask_id}", f"kb:lang:{ask_id}:zh", f"kb:vote:{ask_id}:up", f"kb:vote:{ask_id}:down"]
+    ask_id = parse_control_id(ids[0])[1]
+    # every id carries what a click needs, the answer's language included (no message to read it from)
+    assert ids == [
+        f"kb:more:{ask_id}:en",
+        f"kb:lang:{ask_id}:zh",
+        f"kb:vote:{ask_id}:up:en",
+        f"kb:vote:{ask_id}:down:en",
+    ]
 
 
 def test_ask_with_config_shows_findings_first_and_memory(make_service):
@@ -219,7 +214,8 @@ def test_ask_with_config_shows_findings_first_and_memory(make_service):
     assert titles[1].startswith("Memory (kb mem) (llama2-7b, 1 GPU)")
     first_result = next(e for e in body["embeds"] if e.get("title", "").startswith("1. "))
     assert first_result["url"].startswith("https://kb.example.org/en/") and first_result["url"].endswith("/")
-    assert body["files"] == ["answer.md"]  # twelve findings do not fit: the whole answer is attached
+    top = first_result["footer"]["text"].split(" ")[0]
+    assert body["files"] == [f"kb-answer-{top}.md"]  # twelve findings do not fit: the whole answer is attached
     assert body["content"].startswith("The answer was longer than Discord allows")
 
 
@@ -243,10 +239,14 @@ def test_lint_mem_show_and_autocomplete_use_the_locale(make_service):
         return lint_it, mem_it, path_it, show_it, missing_it, auto
 
     lint_it, mem_it, path_it, show_it, missing_it, auto = arun(go())
-    assert last_sent(lint_it)["embeds"][0]["title"] == "你的配置（kb lint）"
+    lint = last_sent(lint_it)["embeds"][0]["title"]
+    assert lint.startswith("ds_config.json：deepspeed 配置（json），") and lint.endswith(
+        "条发现"
+    )  # the LintReport's head
     mem = last_sent(mem_it)["embeds"][0]
     assert mem["title"].startswith("Memory (kb mem) (llama2-7b, 1 GPU)") and "does NOT fit" in mem["title"]
-    assert last_sent(path_it)["content"] == msg("en", "bad_input", reason=msg("en", "model_path"))
+    why = "model: '/etc/passwd': use a preset or a size like 7b"  # kb.memory.setup: never a file on the bot's host
+    assert last_sent(path_it)["content"] == msg("en", "bad_input", reason=why)
     show = last_sent(show_it)["embeds"][0]
     assert re.search(r"[\u4e00-\u9fff]", show.get("title") or show["description"]), (
         "zh-TW locale -> the entry in Chinese"
@@ -381,10 +381,10 @@ def test_mention_mode_answers_only_when_addressed(make_service):
         m.reply.assert_not_awaited()
     body = as_body(addressed.reply.await_args.kwargs)
     assert body["allowed_mentions"] == {"parse": []}
-    assert body["embeds"][0]["title"] == "Your config (kb lint)", "the attachment was the config"
+    assert body["embeds"][0]["title"] == L("en")["findings"], "the attachment was the config"
     assert custom_ids(body)[0].startswith("kb:more:")
     lint = as_body(only_config.reply.await_args.kwargs)
-    assert lint["embeds"][0]["title"] == "Your config (kb lint)" and not lint["components"]
+    assert lint["embeds"][0]["title"].startswith("ds_config.json: deepspeed config (json), ") and not lint["components"]
 
 
 def test_mode_all_and_thread_replies(make_service):
@@ -447,7 +447,7 @@ def test_buttons_more_language_and_votes(make_service, monkeypatch):
             it = interaction(bot, data={"custom_id": cid, "component_type": 2})
             await bot.handle_component(it, cid)
             out[name] = it
-        ask_id = parse_custom_id(more_id)[1]
+        ask_id = parse_control_id(more_id)[1]
         reason_cid = custom_ids(last_sent(out["down"]))[0]
         it = interaction(bot, data={"custom_id": reason_cid, "component_type": 3, "values": ["wrong_version"]})
         await bot.handle_component(it, reason_cid)
@@ -467,7 +467,7 @@ def test_buttons_more_language_and_votes(make_service, monkeypatch):
     down = last_sent(out["down"])
     assert down["ephemeral"] and down["content"] == msg("en", "reason.prompt")
     select = down["components"][0]["components"][0]
-    assert select["custom_id"] == f"kb:reason:{ask_id}" and [o["value"] for o in select["options"]] == [
+    assert select["custom_id"] == f"kb:reason:{ask_id}:en" and [o["value"] for o in select["options"]] == [
         "didnt_fix",
         "wrong_version",
         "different_error",
@@ -585,7 +585,7 @@ def without_ask_id(body: dict[str, Any]) -> dict[str, Any]:
 def test_wire_ask_button_and_votes(make_service):
     svc = make_service()
     query = "zero3 oom first step"
-    expected = dry_run(svc, query, DS_CONFIG.decode(), "ds_config.json")
+    expected = dry_run(svc, query, config_text=DS_CONFIG.decode(), config_name="ds_config.json")
 
     async def go():
         bot = await make_bot(svc)
@@ -642,7 +642,7 @@ def test_wire_ask_button_and_votes(make_service):
         await dispatch_component(bot, interaction_payload(3, reason, "3000", message_payload(prompt, BOT_USER, "901")))
         steps["reason"] = (cap.callbacks(), cap.posted()[0])
         bot.http.get_from_cdn.assert_awaited_once()
-        return parse_custom_id(ids[0])[1], steps
+        return parse_control_id(ids[0])[1], steps
 
     ask_id, steps = arun(go())
     callbacks, answer = steps["ask"]
@@ -650,12 +650,13 @@ def test_wire_ask_button_and_votes(make_service):
     assert answer["body"]["allowed_mentions"] == {"parse": []}
     assert without_ask_id(answer["body"]) == without_ask_id(expected), "dry_run is exactly what the bot posts"
     assert answer["body"]["embeds"][0]["title"] == "Your config (kb lint)"
-    assert answer["files"] == ["answer.md"] and answer["body"]["attachments"] == [{"id": 0, "filename": "answer.md"}]
+    (name,) = answer["files"]
+    assert name.startswith("kb-answer-") and answer["body"]["attachments"] == [{"id": 0, "filename": name}]
     callbacks, more = steps["more"]
     assert callbacks == [{"type": 5}] and more["body"]["embeds"] and not more["body"].get("flags")
     callbacks, down = steps["down"]
     assert callbacks == [{"type": 5, "data": {"flags": 64}}] and down["body"]["flags"] == 64
-    assert down["body"]["components"][0]["components"][0]["custom_id"] == f"kb:reason:{ask_id}"
+    assert down["body"]["components"][0]["components"][0]["custom_id"] == f"kb:reason:{ask_id}:en"
     callbacks, reason = steps["reason"]
     assert callbacks == [{"type": 5, "data": {"flags": 64}}]
     assert reason["body"]["content"] == msg("en", "thanks_reason", reason=msg("en", "reason.didnt_fix"))
@@ -671,7 +672,7 @@ def test_dry_run_is_the_renderer_body(make_service):
     assert set(body) >= {"content", "embeds", "components", "allowed_mentions"} and body["allowed_mentions"] == {
         "parse": []
     }
-    reply = arun(svc.again(parse_custom_id(custom_ids(body)[0])[1]))
+    reply = arun(svc.again(parse_control_id(custom_ids(body)[0])[1]))
     rendered = render(reply)
     assert without_ask_id(wire_payload(rendered)) == without_ask_id(body)
     for key in ("content", "embeds", "components", "allowed_mentions"):
@@ -733,25 +734,36 @@ def test_code_links_and_entry_links():
 
 def test_components_are_what_discordpy_sends():
     from bot.discord_bot import build_view
-    from bot.discord_render import answer_components, reason_components
+    from bot.discord_render import components
+    from bot.layout import answer_controls, reason_select
 
     for lang in ("en", "zh"):
-        for comps in (answer_components("0123456789abcdef", lang), reason_components("0123456789abcdef", lang)):
+        answer = components(answer_controls("0123456789abcdef", lang, reasons=False))
+        for comps in (answer, components([reason_select("0123456789abcdef", lang)])):
             assert build_view(comps).to_components() == comps
-    labels = [c["label"] for c in answer_components("0123456789abcdef", "zh")[0]["components"]]
-    assert (
-        labels[1] == "in English"
-        and answer_components("0123456789abcdef", "en")[0]["components"][1]["label"] == "in 中文"
-    )
+    labels = [c["label"] for c in components(answer_controls("0123456789abcdef", "zh", False))[0]["components"]]
+    assert labels == ["更多结果", "in English", "👍 有帮助", "👎 没帮助"]
+    assert [c["style"] for c in components(answer_controls("0123456789abcdef", "en", False))[0]["components"]] == [
+        1,
+        2,
+        3,
+        4,
+    ]
 
 
-def test_custom_ids_are_stable_and_short():
-    assert custom_id("lang", "0123456789abcdef", "zh") == "kb:lang:0123456789abcdef:zh"
-    assert parse_custom_id("kb:vote:0123456789abcdef:down") == ("vote", "0123456789abcdef", "down")
-    assert parse_custom_id("kb:reason:0123456789abcdef") == ("reason", "0123456789abcdef", None)
-    assert parse_custom_id("kb:vote:abc:sideways") is None and parse_custom_id("other:more:abc") is None
+def test_control_ids_are_stable_short_and_carry_the_language():
+    assert control_id("lang", "0123456789abcdef", "zh") == "kb:lang:0123456789abcdef:zh"
+    assert control_id("vote", "0123456789abcdef", "down", "zh") == "kb:vote:0123456789abcdef:down:zh"
+    assert parse_control_id("kb:vote:0123456789abcdef:down:zh") == ("vote", "0123456789abcdef", "down", "zh")
+    assert parse_control_id("kb:lang:0123456789abcdef:en") == ("lang", "0123456789abcdef", "en", "zh")
+    assert parse_control_id("kb:reason:0123456789abcdef:en") == ("reason", "0123456789abcdef", None, "en")
+    # ids sent before they carried the language still work: the bot falls back to the user's
+    assert parse_control_id("kb:vote:0123456789abcdef:down") == ("vote", "0123456789abcdef", "down", None)
+    assert parse_control_id("kb:reason:0123456789abcdef") == ("reason", "0123456789abcdef", None, None)
+    for bad in ("kb:vote:abc:sideways", "other:more:abc", "kb:more:abc:fr", "kb:lang:abc:en:zh", "kb:more:a b"):
+        assert parse_control_id(bad) is None, bad
     with pytest.raises(ValueError):
-        custom_id("more", "x" * 200)
+        control_id("more", "x" * 200)
 
 
 def test_notices_and_no_answer():
@@ -765,25 +777,38 @@ def test_notices_and_no_answer():
     )
     long = render(Reply("refused", "en", message="bad " + "x" * 5000))
     assert len(long["content"]) <= LIMITS["content"]
-    no = render_answer(
-        {
-            "lang": "en",
-            "answered": False,
-            "query": "q",
-            "results": [],
-            "findings": [],
-            "notes": [],
-            "memory": None,
-            "message": "No confident answer.",
-            "closest": [{"id": "a", "title": "A title", "score": 0.1, "closest": True}],
-        },
-        ask_id="0123456789abcdef",
-        site_base_url="https://kb.example.org",
+    answer = {
+        "lang": "en",
+        "answered": False,
+        "query": "q",
+        "results": [],
+        "findings": [],
+        "notes": [],
+        "memory": None,
+        "message": "No confident answer.",
+        "closest": [{"id": "a", "title": "A title", "score": 0.1, "closest": True}],
+    }
+    no = render(
+        Reply("no_answer", "en", answer=answer, ask_id="0123456789abcdef", site_base_url="https://kb.example.org")
     )
     desc = no["embeds"][0]["description"]
     assert desc.startswith("No confident answer.") and "Closest entries (not a confident match)" in desc
     assert "- ? [A title](https://kb.example.org/en/a/)" in desc
-    assert custom_ids(no)[0] == "kb:more:0123456789abcdef"
+    assert custom_ids(no)[0] == "kb:more:0123456789abcdef:en"
+
+
+def test_memory_and_lint_speak_the_replys_language():
+    """`kb mem` and `kb lint` replies are the MemReport / LintReport drawn by kb.present.doc: every label in the
+    reply's language (the memory block used to say `activation_checkpointing False` in a Chinese reply)."""
+    from kb.memory.setup import report
+
+    for lang, ckpt, off in (("en", "activation checkpointing", "off"), ("zh", "激活检查点", "关")):
+        body = render(Reply("memory", lang, data=report({"model": "llama2-7b", "gpus": 2}, lang).to_dict()))
+        text = "\n".join(texts(body))
+        assert f"{ckpt} {off}" in text and "activation_checkpointing" not in text and "False" not in text
+        assert problems(body) == []
+    zh = "\n".join(texts(render(Reply("memory", "zh", data=report({"model": "llama2-7b"}, "zh").to_dict()))))
+    assert "每张卡需要" in zh and "放不下" in zh and "per GPU" not in zh
 
 
 # ---------------------------------------------------------------- renderer: property tests
@@ -996,6 +1021,7 @@ def answers(draw) -> dict[str, Any]:
 
 
 def check_limits(body: dict[str, Any], snippets: list[str]) -> None:
+    assert problems(body) == [], problems(body)
     assert set(body) - {"files"} == {"content", "embeds", "components", "allowed_mentions"}
     assert body["allowed_mentions"] == {"parse": []}
     assert len(body["content"]) <= LIMITS["content"]
@@ -1022,12 +1048,24 @@ def check_limits(body: dict[str, Any], snippets: list[str]) -> None:
         assert body["content"], "whatever is left out is attached, and the user is told"
 
 
-@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@hsettings(
+    max_examples=fuzz_examples(600, 60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(answers(), st.booleans())
 def test_any_answer_stays_within_discords_limits(a, with_site):
-    body = render_answer(a, ask_id="0123456789abcdef", site_base_url="https://kb.example.org" if with_site else "")
+    """Within every Discord limit, and still the whole answer: each result (or closest entry) is named by its id in
+    the message or in an attached file, and the same answer renders the same body."""
+    site = "https://kb.example.org" if with_site else ""
+    kind = "answer" if a["answered"] else "no_answer"
+    body = render(Reply(kind, a["lang"], answer=a, ask_id="0123456789abcdef", site_base_url=site))
+    assert render(Reply(kind, a["lang"], answer=a, ask_id="0123456789abcdef", site_base_url=site)) == body
     snippets = [f["snippet"]["code"].rstrip("\n") for r in a["results"] for f in r["fixes"] if f["snippet"]]
     check_limits(body, snippets)
+    shown = " ".join(texts(body)) + " ".join(content for _name, content in body.get("files") or [])
+    for r in a["results"] + a["closest"]:
+        assert r["id"] in shown, r["id"]
     # the results shown are the first ones, in order, no gaps; each one with its sources
     shown = [
         int(m.group(1))
@@ -1043,21 +1081,96 @@ def test_any_answer_stays_within_discords_limits(a, with_site):
     assert custom_ids(body) and len(body["components"]) == 1
 
 
-@hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@hsettings(
+    max_examples=fuzz_examples(300, 30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(pools(), st.sampled_from(["en", "zh"]), st.integers(0, 30))
 def test_entry_lint_and_memory_stay_within_limits(p, lang, n_findings):
     result = _result(p, 0)
     snippets = [f["snippet"]["code"].rstrip("\n") for f in result["fixes"] if f["snippet"]]
-    check_limits(render_entry(result, lang, "https://kb.example.org"), snippets)
-    findings = [{**_finding(p), "message_zh": "中文 " + p.text(), "suggestion_zh": None} for _ in range(n_findings)]
-    lint = render_lint({"file": "x.json", "kind": "deepspeed", "format": "json", "findings": findings}, lang)
+    check_limits(render(Reply("entry", lang, data=result, site_base_url="https://kb.example.org")), snippets)
+    findings = [_finding(p) for _ in range(n_findings)]  # a LintReport's findings are in its language already
+    counts = {s: sum(f["severity"] == s for f in findings) for s in ("error", "warning", "info")}
+    data = {"lang": lang, "file": "x.json", "config_kind": "deepspeed", "config_format": "json", "counts": counts}
+    lint = render(Reply("lint", lang, data={**data, "findings": findings}))
     if findings:
         check_limits(lint, [])
     else:
         assert lint["content"] and not lint["embeds"]
-    check_limits(render_memory(_memory(p), lang), [])
+    check_limits(render(Reply("memory", lang, data=_memory(p))), [])
 
 
 def test_code_block_helper_keeps_fences_balanced():
     block = code_block("a = '```'\n@everyone", "python")
     assert block.startswith("```python\n") and block.endswith("\n```") and block.count("```") == 2
+
+
+# ---------------------------------------------------------------- the shared chat layer, as Discord uses it
+
+
+def test_mem_options_are_kb_mem_setups_with_chinese_descriptions(make_service):
+    """/kb mem offers kb.memory.setup's chat options with the same bounds and choices as the CLI; zh-CN and zh-TW
+    clients see every description in Chinese."""
+    from bot.discord_bot import KbTranslator
+    from bot.layout import shorten
+    from kb.memory.setup import OPTIONS
+
+    async def go():
+        bot = await make_bot(make_service())
+        payload = await cmd(bot, "mem").get_translated_payload(bot.tree, KbTranslator())
+        return cmd(bot, "mem").parameters, payload
+
+    params, payload = arun(go())
+    chat_opts = [o for o in OPTIONS if o.chat]
+    assert [p.name for p in params] == [o.name for o in chat_opts]
+    by = {p.name: p for p in params}
+    for o in chat_opts:
+        p = by[o.name]
+        assert p.required == (o.name == "model")
+        if o.kind in ("int", "float"):
+            assert (p.min_value, p.max_value) == (o.min, o.max), o.name
+        if o.kind == "choice":
+            assert [c.value for c in p.choices] == list(o.choices), o.name
+    for opt in payload["options"]:
+        o = next(o for o in chat_opts if o.name == opt["name"])
+        assert opt["description"] == shorten(o.help("en"), 100) and len(opt["description"]) <= 100
+        assert opt["description_localizations"]["zh-CN"] == shorten(o.help("zh"), 100), o.name
+    assert "显存" in payload["description_localizations"]["zh-TW"]
+
+
+def test_mode_all_posts_only_confident_answers_and_a_pasted_block_is_the_config(make_service):
+    svc = make_service(mode="all", allow_channels=["7"])
+
+    async def go():
+        bot = await make_bot(svc)
+        chatter = message(bot, "lunch at noon?", channel_id=7)
+        pasted = message(
+            bot, f"<@{bot.user.id}> zero3 oom first step\n```json\n{DS_CONFIG.decode()}\n```", mentions=[bot.user]
+        )
+        for m in (chatter, pasted):
+            await bot.on_message(m)
+        return chatter, pasted
+
+    chatter, pasted = arun(go())
+    chatter.reply.assert_not_awaited()  # nobody asked the bot: no "no confident answer" reply
+    body = as_body(pasted.reply.await_args.kwargs)
+    assert body["embeds"][0]["title"] == L("en")["findings"], "the pasted block was read as the config"
+
+
+def test_a_button_sent_before_ids_carried_the_language_still_works(make_service):
+    svc = make_service()
+
+    async def go():
+        bot = await make_bot(svc)
+        ask = interaction(bot)
+        await cmd(bot, "ask").callback(ask, query="zero3 oom first step")
+        ask_id = parse_control_id(custom_ids(last_sent(ask))[0])[1]
+        old = f"kb:vote:{ask_id}:up"  # the id grammar before the language was carried
+        it = interaction(bot, locale=discord.Locale.chinese, data={"custom_id": old, "component_type": 2})
+        await bot.handle_component(it, old)
+        return it
+
+    up = last_sent(arun(go()))
+    assert up["ephemeral"] and up["content"] == msg("zh", "thanks"), "the user's locale decides"

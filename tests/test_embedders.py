@@ -181,7 +181,11 @@ def test_fake_index_end_to_end(tmp_path):
     idx = load_index(tmp_path / "index")
     assert idx.manifest["embedder"] == {"id": "fake:1:128", "dim": 128}
     r = Retriever(idx, embedder_for_id(idx.embedder_id))  # what the engine does: through the table
-    hits = r.search("initialize crashes: expected str, bytes or os.PathLike object, not NoneType with nvme offload")
+    from kb.ask import rank
+    from kb.ask.question import read_question
+
+    q = read_question("initialize crashes: expected str, bytes or os.PathLike object, not NoneType with nvme offload")
+    hits = rank.score(r.search(q), rank.Context(q, idx.entries))
     assert hits[0].entry_id == "nvme-offload-setup"
     assert build_index(tmp_path / "index", entries).embedded == 0  # a rebuild keeps the fake and reuses vectors
 
@@ -225,8 +229,9 @@ def query_on_worker():
     emb.embed_queries(["zero3 oom first step"])
     from kb.index.load import load_index
     from kb.ask.retrieve import Retriever
+    from kb.ask.question import read_question
     from pathlib import Path
-    Retriever(load_index(Path(sys.argv[2])), fakes.FakeEmbedder()).search("zero3 oom first step")
+    Retriever(load_index(Path(sys.argv[2])), fakes.FakeEmbedder()).search(read_question("zero3 oom first step"))
     return emb.omp.get(), faiss.omp_get_max_threads(), nthreads() - before   # ... a query runs on 1
 
 import time
@@ -325,6 +330,7 @@ def minilm_index(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow  # minilm_index loads sentence-transformers and torch, and embeds with them
 def test_sentence_transformers_backend_end_to_end(minilm_index):
     from kb.ask.engine import Engine
 
@@ -334,6 +340,7 @@ def test_sentence_transformers_backend_end_to_end(minilm_index):
     assert ans.results[0].id == "nvme-offload-setup"
 
 
+@pytest.mark.slow  # minilm_index
 def test_rebuild_keeps_the_embedder_of_the_index(minilm_index):
     from indexer.build import build_index
 

@@ -8,7 +8,7 @@ And the other half of issue 12's deliverable: every code-like name in an entry's
 
 import pytest
 
-from kb.ask.engine import entry_result
+from kb.ask.result import entry_result
 from kb.content.check import entry_links, shown_names
 from kb.content.entries import load_entries
 from kb.contract import to_dict
@@ -24,6 +24,7 @@ def _myth_names(le) -> set[str]:
     return {mn.name for m in le.entry.myths for mn in m.names}
 
 
+@pytest.mark.slow  # every shipped entry, rendered in both languages and factchecked (about 10 s)
 @pytest.mark.parametrize("le", LOADED, ids=IDS)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_rendered_entry_names_exist(registry, le, lang):
@@ -39,6 +40,7 @@ def test_rendered_entry_names_exist(registry, le, lang):
     assert not bad, f"{le.path.name} ({lang}): names that do not exist: {bad}"
 
 
+@pytest.mark.slow  # every shipped entry (kb check's CHK011 over all of them)
 @pytest.mark.parametrize("le", LOADED, ids=IDS)
 def test_every_shown_name_is_linked(registry, le):
     """CHK011 finds nothing in any shipped entry: every code-like name it shows is a listed registry id, a myth

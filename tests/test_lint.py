@@ -27,7 +27,7 @@ def by_code(out):
 
 def test_seed_style_config(registry):
     r, out = lint_file("seed_ds_config.json", "--world-size", "1")
-    assert r.exit_code == 1 and out["kind"] == "deepspeed"
+    assert r.exit_code == 1 and out["kind"] == "lint" and out["config_kind"] == "deepspeed"
     f = by_code(out)
     assert f[("KB002", "zero_optimization.nvme_path")]["line"] == 9
     assert "offload_optimizer.nvme_path" in f[("KB002", "zero_optimization.nvme_path")]["message"]
@@ -40,18 +40,9 @@ def test_seed_style_config(registry):
     assert ("KB012", "train_batch_size") in f
     assert ("KB016", "activation_checkpointing") in f
     assert ("KB005", "activation_checkpointing.partitioned_activations") in f
-    for x in out["findings"]:
-        assert set(x) == {
-            "code",
-            "severity",
-            "path",
-            "line",
-            "message",
-            "suggestion",
-            "entry",
-            "message_zh",
-            "suggestion_zh",
-        }
+    for x in out["findings"]:  # the contract's Finding, in the report's language (--lang)
+        assert set(x) == {"code", "severity", "path", "line", "message", "suggestion", "entry"}
+    assert out["counts"] == {s: sum(x["severity"] == s for x in out["findings"]) for s in ("error", "warning", "info")}
 
 
 def test_hf_auto_zero2():
@@ -65,7 +56,7 @@ def test_hf_auto_zero2():
 
 def test_hjson_with_comments():
     r, out = lint_file("hjson_config.hjson")
-    assert out["format"] == "hjson"
+    assert out["config_format"] == "hjson"
     f = by_code(out)
     assert f[("KB018", "zero_optimization.cpu_offload")]["line"] == 5
     assert f[("KB001", "bf16.check_overflow")]["line"] == 8
@@ -75,7 +66,7 @@ def test_hjson_with_comments():
 
 def test_accelerate_yaml_with_deepspeed_keys():
     r, out = lint_file("accelerate_zero3.yaml")
-    assert r.exit_code == 0 and out["kind"] == "accelerate"
+    assert r.exit_code == 0 and out["config_kind"] == "accelerate"
     f = by_code(out)
     assert f[("KB015", "deepspeed_config.stage3_max_live_parameters")]["line"] == 9
     assert ("KB015", "deepspeed_config.zero_force_ds_cpu_optimizer") in f
@@ -84,7 +75,7 @@ def test_accelerate_yaml_with_deepspeed_keys():
 
 def test_training_args_yaml_with_nested_deepspeed():
     r, out = lint_file("llamafactory_args.yaml")
-    assert out["kind"] == "training_args"
+    assert out["config_kind"] == "training_args"
     f = by_code(out)
     assert f[("KB002", "deepspeed.zero_optimization.nvme_path")]["line"] == 14
     assert ("KB003", "gradient_checkpointing") in f
@@ -93,7 +84,7 @@ def test_training_args_yaml_with_nested_deepspeed():
 
 def test_launch_command():
     r, out = lint_file("launch_deepspeed.txt")
-    assert out["kind"] == "launch" and out["format"] == "cmdline"
+    assert out["config_kind"] == "launch" and out["config_format"] == "cmdline"
     f = by_code(out)
     assert ("KB005", "env.CUDA_VISIBLE_DEVICES") in f
     assert ("KB003", "script_args.gradient_checkpointing") in f
@@ -196,7 +187,10 @@ def test_factcheck_cli_json(tmp_path):
     )
     assert names["zero_optimization.nvme_path"]["verdict"] == "misplaced"
     assert names["overlap_comm"]["verdict"] == "valid" and names["overlap_comm"]["registry_id"].endswith("overlap_comm")
-    assert set(names["overlap_comm"]) == {"name", "verdict", "registry_id", "suggestions", "line", "message"}
+    assert set(names["overlap_comm"]) == {
+        "name", "verdict", "message", "registry_id", "suggestions", "line", "lines", "reason"
+    }  # fmt: skip
+    assert names["overlap_comm"]["reason"] is None and names["overlap_comm"]["lines"] == [2]
 
 
 # ---------------------------------------------------------------- into answers
@@ -232,7 +226,63 @@ def test_findings_follow_the_answer_language(fake_engine, registry):
     assert all(f["suggestion"] is None or has_cjk(f["suggestion"]) for f in zh["findings"])
 
 
-# ---------------------------------------------------------------- fuzzing: no input crashes lint or factcheck
+# ---------------------------------------------------------------- fuzzing: properties of lint and factcheck on any input
+
+SEVERITY_ORDER = ("error", "warning", "info")  # the documented severities, in the order findings sort by
+ENTRY_IDS = {p.stem for p in (ROOT / "data" / "entries").glob("*.yaml")}
+RULE_PACKAGES = ("deepspeed", "accelerate", "transformers")
+
+
+def _key_paths(data, parent: str = "") -> set[str]:
+    """Every dotted key path of parsed config data (the items of a list sit under the list's key)."""
+    out: set[str] = set()
+    if isinstance(data, dict):
+        for k, v in data.items():
+            path = f"{parent}.{k}" if parent else str(k)
+            out |= {path} | _key_paths(v, path)
+    elif isinstance(data, list):
+        for v in data:
+            out |= _key_paths(v, parent)
+    return out
+
+
+def _names_a_real_key(path: str, registry) -> bool:
+    """The path (or its tail after a view prefix such as ``deepspeed.``) is a config key the registry records."""
+    parts = path.split(".")
+    return any(registry.get(f"{pkg}:{'.'.join(parts[i:])}") for i in range(len(parts)) for pkg in RULE_PACKAGES)
+
+
+def check_findings(text: str, cfg, findings, registry) -> None:
+    """What every lint result must be, whatever the input."""
+    keys = _key_paths(cfg.data)
+    for f in findings:
+        rule = RULES.get(f.code)
+        assert rule is not None, f"{f.code} is not a registered rule"
+        assert f.severity == rule.severity and f.severity in SEVERITY_ORDER, (f.code, f.severity)
+        assert f.message and f.message_zh, f.code  # said in both languages
+        assert (f.suggestion is None) == (f.suggestion_zh is None), f.code
+        assert f.entry is None or f.entry in ENTRY_IDS, (f.code, f.entry)  # an entry `kb show` can open
+        # it points at a key of this input, or names the real config key it is about (a setting that is missing)
+        assert f.path in keys or _names_a_real_key(f.path, registry), (f.code, f.path, sorted(keys)[:10])
+        # the line is the key's line in the text (a key written twice: the repeat's line)
+        assert f.line == cfg.line(f.path) or (f.path, f.line) in cfg.duplicates, (f.code, f.path, f.line)
+        assert f.line is None or 1 <= f.line <= max(1, len(text.splitlines())), (f.code, f.line)
+    order = [(f.line or 0, SEVERITY_ORDER.index(f.severity), f.path, f.code) for f in findings]
+    assert order == sorted(order), "findings are in file order: line, severity, path, code"
+
+
+def lint_twice(text: str, registry, **kw):
+    """Parse and lint ``text`` twice, from scratch: the same findings both times (None: not a config)."""
+    try:
+        cfg = parse_config(text)
+    except ConfigError:
+        with pytest.raises(ConfigError):
+            parse_config(text)
+        return None, None
+    findings = lint_config(cfg, registry, **kw)
+    assert [f.to_dict() for f in findings] == [f.to_dict() for f in lint_config(parse_config(text), registry, **kw)]
+    return cfg, findings
+
 
 json_values = st.recursive(
     st.none()
@@ -280,26 +330,58 @@ json_values = st.recursive(
 @settings(max_examples=fuzz_examples(4000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values, st.sampled_from(["json", "yaml"]), st.integers(1, 8) | st.none(), st.sampled_from([None, 7e9]))
 def test_fuzz_lint_structured(registry, value, fmt, world, params):
+    """Any JSON / YAML value: the findings keep check_findings, linting is deterministic, and `kb lint` prints
+    the same findings and exits 1 exactly when one of them is an error (2 when the text is not a config)."""
     import yaml
 
     text = json.dumps(value) if fmt == "json" else yaml.safe_dump(value)
-    try:
-        cfg = parse_config(text)
-    except ConfigError:
+    cfg, findings = lint_twice(text, registry, world_size=world, model_params=params)
+    opts = (["--world-size", str(world)] if world else []) + (["--model", "7b"] if params else [])
+    r = CliRunner().invoke(main, ["lint", "-", "--json", *opts], input=text)
+    out = json.loads(r.stdout)
+    if cfg is None:
+        assert r.exit_code == 2 and out["kind"] == "config", r.output
         return
-    for f in lint_config(cfg, registry, world_size=world, model_params=params):
-        assert f.code in RULES and f.message
+    check_findings(text, cfg, findings, registry)
+    assert r.exit_code == (1 if any(f.severity == "error" for f in findings) else 0), r.output
+    assert [(x["code"], x["severity"], x["path"], x["line"], x["message"]) for x in out["findings"]] == [
+        (f.code, f.severity, f.path, f.line, f.message) for f in findings
+    ]
+    assert out["counts"] == {s: sum(f.severity == s for f in findings) for s in SEVERITY_ORDER}
+
+
+LAUNCH_WORDS = [
+    "deepspeed ",
+    "accelerate launch ",
+    "torchrun ",
+    "python train.py ",
+    "train.py ",
+    "--num_gpus 2 ",
+    "--num_gpuz ",
+    "--zero_stage 3 ",
+    "--deepspeed ds.json ",
+    "--gradient_checkpointing ",
+    "--mixed_precision bf16 ",
+    "--use_deepspeed ",
+    "--multi_gpu ",
+    "--bf16 ",
+    "CUDA_VISIBLE_DEVICES=0 ",
+    "NCCL_P2P_DISABLE=1 ",
+    "\\\n",
+    "\n",
+    "x",
+    "=",
+]
 
 
 @settings(max_examples=fuzz_examples(3500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.text(max_size=300))
-def test_fuzz_lint_text_never_crashes(registry, text):
-    """Only that nothing but ConfigError escapes parse + lint on arbitrary text (no claim about the findings)."""
-    try:
-        cfg = parse_config(text)
-    except ConfigError:
-        return
-    lint_config(cfg, registry)
+@given(st.text(max_size=300) | st.lists(st.sampled_from(LAUNCH_WORDS), max_size=14).map("".join))
+def test_fuzz_lint_text(registry, text):
+    """Any text, launch command lines among it: parse + lint raise nothing but ConfigError, the findings keep
+    check_findings, and the same text gives the same findings."""
+    cfg, findings = lint_twice(text, registry)
+    if cfg is not None:
+        check_findings(text, cfg, findings, registry)
 
 
 @settings(max_examples=fuzz_examples(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -328,8 +410,28 @@ def test_fuzz_lint_text_never_crashes(registry, text):
     ).map("".join)
 )
 def test_fuzz_factcheck(registry, text):
-    for n in check_names(text, registry):
-        assert n.verdict in VERDICTS
+    check_verdicts(text, check_names(text, registry), registry)
+    assert [v.to_dict() for v in check_names(text, registry)] == [v.to_dict() for v in check_names(text, registry)]
+
+
+def check_verdicts(text: str, verdicts, registry) -> None:
+    """What every factcheck result must be, whatever the text."""
+    lines = text.splitlines() or [text]
+    names = [v.name for v in verdicts]
+    assert len(names) == len(set(names)), "one verdict per distinct name"
+    assert [v.line for v in verdicts] == sorted(v.line for v in verdicts), "in order of first appearance"
+    for v in verdicts:
+        assert v.verdict in VERDICTS, v
+        assert v.message, v.name
+        # a name the registry records is never called invented, whatever the context
+        assert not (registry.by_name.get(v.name) and v.verdict == "does-not-exist"), (v.name, text)
+        # an accusation says where it was judged, an "unverified" why kb cannot say; nothing else carries a reason
+        assert bool(v.reason) == (v.verdict in ("does-not-exist", "unverified")), (v.name, v.verdict, v.reason)
+        assert v.verdict != "does-not-exist" or v.registry_id is None, (v.name, v.registry_id)
+        assert v.verdict != "valid" or registry.get(v.registry_id) is not None, (v.name, v.registry_id)
+        # the lines it is on: where it first appears, each holding the name, in order
+        assert v.lines and v.line == v.lines[0] and v.lines == sorted(set(v.lines)), (v.name, v.lines)
+        assert all(1 <= n <= len(lines) and v.name in lines[n - 1] for n in v.lines), (v.name, v.lines)
 
 
 @pytest.mark.parametrize("text", ["", "   ", "deepspeed", "accelerate launch", "{", "- a\n- b", "a: [", "\x00\x01"])

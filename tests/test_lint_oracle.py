@@ -360,4 +360,4 @@ def test_error_rules_are_validity_rules_unless_deepspeed_accepts_the_config():
     for code, r in RULES.items():
         if r.validity and r.oracle != CORE_ORACLE:
             module = r.check.__module__.rsplit(".", 1)[-1]
-            assert f"lintrules/{module}.py" in (ROOT / r.oracle).read_text(encoding="utf-8"), (code, r.oracle)
+            assert f"kb/doctor/rules/{module}.py" in (ROOT / r.oracle).read_text(encoding="utf-8"), (code, r.oracle)

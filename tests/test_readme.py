@@ -57,7 +57,10 @@ def readme_index(fake_index, tmp_path_factory):
 EXPECTED = {"lint": {1}, "factcheck": {1}, "mem": {1}, "ask": {0, 3}}
 
 
-@pytest.mark.parametrize("cmd", EXAMPLES)
+# slow (left out of `pytest -m "not slow"`): `kb export` builds the whole site, `kb check` checks every shipped entry
+@pytest.mark.parametrize(
+    "cmd", [pytest.param(c, marks=pytest.mark.slow) if c in ("kb check", "kb export site/") else c for c in EXAMPLES]
+)
 def test_readme_example_runs(cmd, readme_index, monkeypatch, tmp_path):
     monkeypatch.setenv("KB_INDEX", str(readme_index))
     monkeypatch.setenv("KB_EMBEDDER", "fake")

@@ -120,6 +120,24 @@ def test_records_are_sorted_and_unique():
         assert ids == sorted(ids) and len(ids) == len(set(ids)), p.name
 
 
+def test_record_type_declares_every_field_the_files_have():
+    """kb.registry.store.Record lists every field of the committed records (kind-specific ones NotRequired),
+    and a field it requires is in every record; the kinds are those KINDS names."""
+    from kb.registry.store import KINDS, Record
+
+    declared, required = set(Record.__annotations__), set(Record.__required_keys__)
+    view_only = {"absent", "since", "until", "unrecorded_in"}  # added by Registry.at, never written
+    seen: set[str] = set()
+    for p in sorted((ROOT / "data" / "registry").glob("*.jsonl")):
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            r = json.loads(line)
+            assert required <= set(r), (p.name, n, sorted(required - set(r)))
+            assert r["kind"] in KINDS, (p.name, n, r["kind"])
+            seen |= set(r) | {k for h in r["history"].values() for k in h}
+    assert seen <= declared, sorted(seen - declared)
+    assert declared - seen == view_only  # nothing declared that no record has
+
+
 def test_versions_can_coexist(registry):
     rid = "deepspeed:zero_optimization.offload_optimizer.pin_memory"
     assert registry.get(rid)["default"] == "true"  # the default view is the newest release
@@ -134,6 +152,7 @@ def _format2(pkg: str) -> list[dict]:
     return read_format2(ROOT / "data" / "registry" / f"{pkg}.jsonl")
 
 
+@pytest.mark.slow  # rebuilds the registry from the installed packages (about 45 s)
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed not installed")
 def test_committed_registry_equals_fresh_build(tmp_path):
     """Rebuild the installed (newest) releases and compare them with the newest-release view of the

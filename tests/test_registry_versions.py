@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kb.contract import SCHEMA_VERSION
-from kb.registry.releases import UserVersion, applies, respell, spelling_fact
-from kb.registry.store import Registry
+from kb.registry.releases import UserVersion, applies, pins, respell, spelling_fact, version_notes
+from kb.registry.store import Registry, RegistryError
 from kb.registry.versions import satisfies
 
 RELEASES = ("4.46.3", "4.57.6", "5.24.0")
@@ -138,6 +138,53 @@ def test_applies_to_and_satisfies():
     assert satisfies("2.4.0+cu121", ">=2.1") and satisfies("4.46", ">=4.46,<4.47")
 
 
+def test_user_versions_are_matched_to_releases_by_packagings_order(reg):
+    """A local label is the release itself (no note); a version past the newest release says so; 0.19.10 is
+    newer than 0.19.8 by number (as text it sorts before it)."""
+    ps = pins(reg, {"deepspeed": ("0.19.8+cpu", "flag"), "transformers": ("5.24.0", "flag")})
+    assert [p.exact for p in ps] == [True, True] and version_notes(reg, ps, "en") == []
+    ps = pins(reg, {"deepspeed": ("0.19.10", "flag"), "transformers": ("4.50.0", "flag")})
+    assert [(p.release, p.exact) for p in ps] == [("0.19.8", False), ("4.46.3", False)]
+    notes = {n.name: n.message for n in version_notes(reg, ps, "en")}
+    assert "0.19.10" in notes["deepspeed"] and "0.19.8" in notes["deepspeed"] and "newer" in notes["deepspeed"]
+    assert "4.50.0" in notes["transformers"] and "4.46.3" in notes["transformers"]
+    assert "newer" not in notes["transformers"]
+    assert UserVersion("deepspeed", "0.19", "flag", "0.19.8").exact  # a partial version: its series
+    assert not UserVersion("deepspeed", "0.19.8", "flag", None).exact
+
+
+def test_a_view_pins_only_recorded_releases(reg):
+    with pytest.raises(ValueError, match="deepspeed 0.15.0"):
+        Registry(reg._all, {"deepspeed": "0.15.0"})
+    assert reg.at({"deepspeed": "0.15.0"}).pins == {"deepspeed": "0.14.4"}  # at() maps it onto a recorded one
+
+
+def _registry_dir(tmp_path, lines: list[str]):
+    (tmp_path / "deepspeed.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return tmp_path
+
+
+def test_load_names_the_file_and_line_of_a_bad_record(tmp_path):
+    import json
+
+    good = json.dumps({**rec("zero_optimization.stage", "0.19.8", package="deepspeed"), "releases": ["0.19.8"]})
+    cases = [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        (json.dumps({"id": "deepspeed:x", "package": "deepspeed"}), "'version' is missing"),
+        (good.replace('"releases": ["0.19.8"]', '"releases": ["0.19.x", "0.19.8"]'), "releases '0.19.x' is not a"),
+        (good.replace('"version": "0.19.8"', '"version": "latest"'), "version 'latest' is not a version"),
+        (good.replace('"releases": ["0.19.8"]', '"releases": "0.19.8"'), "'releases' must be a list"),
+        (good.replace('"releases": ["0.19.8"]', '"releases": [["0.19.8"]]'), "'releases' must be a list"),
+    ]
+    for bad, message in cases:
+        root = _registry_dir(tmp_path, [good, "", bad])
+        with pytest.raises(RegistryError, match=message) as e:
+            Registry.load(root)
+        assert f"{root / 'deepspeed.jsonl'}:3:" in str(e.value) and "kb registry build" in str(e.value)
+    assert Registry.load(_registry_dir(tmp_path, [good])).releases == {"deepspeed": ["0.19.8"]}
+
+
 def test_respell_touches_whole_names_only():
     code = "TrainingArguments(activation_checkpointing=True, activation_checkpointing_kwargs={}) # x.activation_checkpointing"
     out = respell(code, [("activation_checkpointing", "gradient_checkpointing")])
@@ -206,19 +253,28 @@ def test_versions_read_from_the_query_and_an_attachment(engine):
 
 
 def test_entries_that_do_not_apply_are_marked_and_ranked_lower(engine, entries):
-    from kb.ask.engine import VERSION_DEMOTE, entry_result
-    from kb.registry.releases import pins
+    from kb.ask import rank
+    from kb.ask.question import read_question
+    from kb.ask.result import entry_result
+    from kb.registry.releases import applies, pins
 
     e = next(le.entry for le in entries if le.entry.applies_to.get("deepspeed", "").startswith(">=0.18"))
     q = e.queries.en[0]
     old = pins(engine.registry, {"deepspeed": ("0.14.4", "flag")})
     new = pins(engine.registry, {"deepspeed": ("0.19.8", "flag")})
-    hits = engine.retriever.search(q, k=10)
-    before = next(h.score for h in hits if h.entry_id == e.id)
-    assert next(h.score for h in engine._demote(hits, new) if h.entry_id == e.id) == before
-    assert next(h.score for h in engine._demote(hits, old) if h.entry_id == e.id) == pytest.approx(
-        before * VERSION_DEMOTE
-    )
+    question = read_question(q)
+    ranked = rank.score(engine.retriever.search(question), rank.Context(question, engine.index.entries))
+    before = next(h.score for h in ranked if h.entry_id == e.id)
+
+    def select(ps):
+        return rank.select(
+            ranked, 5, [], lambda eid: applies(engine.index.entries[eid].get("applies_to") or {}, ps, "en")[0]
+        )
+
+    assert e.id not in select(new).not_applying and e.id in select(old).not_applying
+    # ordered lower, its calibrated score kept: a version mismatch never changes the gate's decision
+    assert next(h.score for h in ranked if h.entry_id == e.id) == before
+    assert select(old).answered == select(new).answered == select([]).answered
     data = engine.index.entries[e.id]
     marked = entry_result(data, "en", engine.registry.at({"deepspeed": "0.14.4"}), pins=old)
     assert marked.applies is False and "0.14.4" in marked.version_note

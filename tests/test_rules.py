@@ -24,10 +24,10 @@ def between(text: str, begin: str, end: str) -> str:
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
 
 
-# each rule module owns a block of codes: core kb/doctor/lint.py KB001-KB029, kb/doctor/rules/frontends.py KB030-KB039,
+# each rule module owns a block of codes: core kb/doctor/rules/core.py KB001-KB029, kb/doctor/rules/frontends.py KB030-KB039,
 # types.py KB040-KB049, sites.py KB050-KB069; codes are never reused (a retired code stays retired)
 CODE_BLOCKS = {
-    "kb.doctor.lint": (1, 29),
+    "kb.doctor.rules.core": (1, 29),
     "kb.doctor.rules.frontends": (30, 39),
     "kb.doctor.rules.types": (40, 49),
     "kb.doctor.rules.sites": (50, 69),
@@ -110,3 +110,39 @@ def test_every_code_is_documented():
 def test_module_prints_the_table():
     out = subprocess.run([sys.executable, "-m", "kb.doctor.lint"], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == rules_markdown()
+
+
+def test_the_engine_imports_no_rule_and_each_rule_module_only_the_engine():
+    """No import loop: kb.doctor.engine registers nothing by itself; a rule module imports the engine, never
+    kb.doctor.lint or another rule module; kb.doctor.lint imports every rule module."""
+    import ast
+
+    code = (
+        "import sys, kb.doctor.engine as e; "
+        "print(len(e.RULES), sorted(m for m in sys.modules if m.startswith(('kb.doctor.rules', 'kb.doctor.lint'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["0", "[]"]
+    for module in sorted(set(CODE_BLOCKS)):
+        path = ROOT / (module.replace(".", "/") + ".py")
+        imported = {
+            n.module
+            for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kb.doctor")
+        }
+        assert "kb.doctor.engine" in imported and not {"kb.doctor.lint", "kb.doctor.rules"} & imported, module
+        assert not any(m.startswith("kb.doctor.rules.") for m in imported), module
+    from kb.doctor import lint
+
+    assert {m.__name__ for m in lint.RULE_MODULES} == set(CODE_BLOCKS)
+
+
+def test_rule_refuses_a_retired_code_and_an_unproven_validity_rule():
+    from kb.doctor.engine import Case, rule
+
+    meta = dict(views=("deepspeed",), summary="s", effect="e", bad=[Case("{}")], ok=[Case("{}")])
+    with pytest.raises(ValueError, match="KB021: a retired code is never reused"):
+        rule("KB021", "unknown-flag", "warning", None, **meta)(lambda c: None)
+    with pytest.raises(ValueError, match="names no ORACLE"):  # this module names no oracle file
+        rule("KB029", "unproven", "error", None, validity=True, **meta)(lambda c: None)
+    assert "KB029" not in RULES and "KB021" not in RULES

@@ -286,3 +286,27 @@ def test_memory_store_matches_the_interface():
     assert rec.top_score == 0.5 and rec.votes[0]["reason"] == "unclear"
     with pytest.raises(KeyError):
         m.record_vote("nope", True, None, "u")
+
+
+def test_lint_mem_and_show_give_the_contracts_reports(service):
+    """The service returns kb.contract's reports (what the CLI prints with --json), in the asker's language;
+    kb mem's options and bounds are kb.memory.setup's, and chat input never names a file on the bot's host."""
+    lint = run(service.lint('{"zero_optimization": {"stage": 3, "nvme_path": "/x"}}', "ds.json", "zh"))
+    assert lint.data["kind"] == "lint" and lint.data["schema_version"] == ANSWER_SCHEMA and lint.data["lang"] == "zh"
+    assert lint.data["findings"] and all("nvme_path" in f["path"] for f in lint.data["findings"][:1])
+    mem = run(service.mem("zh", "u", "c", model="llama2-7b", gpus="8", micro_batch=2))
+    assert mem.kind == "memory" and mem.data["kind"] == "mem" and mem.data["lang"] == "zh"
+    setup = {v["name"]: v for v in mem.data["setup"]}
+    assert setup["gpus"]["value"] == 8 and setup["gpus"]["given"] and not setup["seq"]["given"]
+    for values, why in (
+        ({"model": "llama2-7b", "gpus": "0"}, "gpus：必须是1 到 100000 之间的整数"),
+        ({"model": "/etc/passwd"}, "model：'/etc/passwd'：请用预置模型名或参数量"),
+        ({"model": "llama2-7b", "colour": "red"}, "未知选项 'colour'"),
+    ):
+        r = run(service.mem("zh", "u", "c", **values))
+        assert r.kind == "refused" and why in r.message, r.message
+    show = run(service.show("zero3-single-gpu-no-offload", "zh"))
+    assert show.data["kind"] == "show" and show.data["result"]["id"] == "zero3-single-gpu-no-offload"
+    assert "找不到回答" in run(service.vote("nope", True, None, "u", "zh")) and "未知原因" in run(
+        service.vote("nope", False, "meh", "u", "zh")
+    )

@@ -123,6 +123,7 @@ def parse(path: Path) -> Page:
 # ---------------------------------------------------------------- determinism and layout
 
 
+@pytest.mark.slow  # a second full build
 def test_two_builds_are_byte_identical(site, tmp_path):
     again = tmp_path / "again"
     build_site(again, base_url=BASE)
@@ -161,7 +162,7 @@ def test_every_entry_has_both_pages_with_a_switch(site, loaded):
 
 
 def test_entry_page_shows_what_an_answer_shows(site, loaded, registry):
-    from kb.ask.engine import entry_result
+    from kb.ask.result import entry_result
     from kb.contract import to_dict
 
     le = next(x for x in loaded if x.entry.id == "zero3-single-gpu-no-offload")
@@ -495,6 +496,7 @@ def test_reserved_folder_names_are_not_entry_ids(loaded):
     assert not {le.entry.id for le in loaded} & set(RESERVED)
 
 
+@pytest.mark.slow  # a third site build, through the CLI
 def test_export_command(tmp_path):
     from cli.main import main
 

@@ -24,7 +24,9 @@ from kb.registry.versions import (
     packages,
     parse_versions_arg,
     pick_release,
+    same_release,
     satisfies,
+    version_key,
     versions_from_environment,
     versions_from_text,
     with_origin,
@@ -418,6 +420,44 @@ def test_pick_release(version, want):
 
 def test_pick_release_of_nothing():
     assert pick_release("1.0.0", []) is None
+
+
+def test_version_key_orders_as_packaging_does():
+    """The one order of kb.registry: numbers by value (0.9 < 0.14), pre-releases before their release,
+    local labels ignored. The hand-written key it replaces put 1.0.0rc1 level with 1.0.0 and 0.19.8+cpu after it."""
+    texts = ["0.14.4", "0.9.0", "1.0.0", "1.0.0rc1", "0.19.8+cpu", "0.19.8.dev0", "0.14.10"]
+    assert sorted(texts, key=version_key) == [
+        "0.9.0",
+        "0.14.4",
+        "0.14.10",
+        "0.19.8.dev0",
+        "0.19.8+cpu",
+        "1.0.0rc1",
+        "1.0.0",
+    ]
+    assert version_key("0.19.8+cpu") == version_key("0.19.8")
+
+
+@pytest.mark.parametrize("text", ["latest", "0.14.x", "", "v-1"])
+def test_version_key_refuses_what_packaging_cannot_read(text):
+    with pytest.raises(ValueError, match=f"{text!r} is not a version"):
+        version_key(text)
+
+
+@pytest.mark.parametrize(
+    "version, release, same",
+    [
+        ("0.14.4", "0.14.4", True),
+        ("2.4.0+cu121", "2.4.0", True),  # a local label is the same release
+        ("4.46", "4.46.3", True),  # a partial version: its series
+        ("4.46.2", "4.46.3", False),
+        ("4.47.0.dev0", "4.47.0", False),
+        ("1.0.0rc1", "1.0.0", False),
+        ("4.4", "4.46.3", False),  # by number, not by text
+    ],
+)
+def test_same_release(version, release, same):
+    assert same_release(version, release) is same
 
 
 @given(

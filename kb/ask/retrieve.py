@@ -1,17 +1,12 @@
-"""Hybrid retrieval: dense (FAISS) + lexical (BM25 / term coverage) + signatures + parameter names.
+"""Hybrid retrieval: the evidence for each candidate entry, dense (FAISS) + lexical (BM25 / term coverage) +
+signatures + parameter names. Turning evidence into a score, and every adjustment after that, is kb.ask.rank.
 
-Scores are per entry, in [0, ~1.3], and calibrated so that one threshold (``ANSWER_THRESHOLD``)
-separates "we have this" from "we do not" (see docs/retrieval.md for how it was set):
-
-    score = W_DENSE * dense' + W_COVER * coverage + W_BM25 * bm25_rel
-            + SIGNATURE_BONUS * signature_hit + PARAM_BONUS * param_hit + condition_adjust
-
-- dense'    best cosine of any unit of the entry, rescaled by the embedder's calibration range
-- coverage  IDF-weighted share of the query's terms found anywhere in the entry's units
-- bm25_rel  the entry's best BM25 unit score relative to the best of this query
+- dense'    best cosine of any unit of the entry (and the second best), rescaled by the embedder's calibration
+            range for the question's language
+- coverage  IDF-weighted share of the question's terms found anywhere in the entry's units
+- bm25_rel  the entry's best BM25 unit score relative to the best of this question
 - signature a pasted error matches one of the entry's signature regexes
-- param     the query names a parameter the entry is about
-- condition the user's config satisfies (+) or contradicts (-) the entry's conditions
+- params    the question names a parameter the entry is about (and whether the entry's title names it)
 """
 
 from __future__ import annotations
@@ -19,25 +14,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kb.ask.text import DOMAIN_ANCHORS, OFF_TASK, TRAINING_ANCHORS, normalize_traceback, tokenize
-from kb.doctor.configs import QueryFacts
-from kb.i18n import t as _t
 from kb.index.load import Index
 from kb.index.threads import faiss_query_threads
-from kb.lang import CJK, detect_lang
+from kb.lang import CJK
 
-W_DENSE, W_COVER, W_BM25 = 0.45, 0.35, 0.20
-SIGNATURE_BONUS = 0.25
-PARAM_BONUS = 0.12
-TITLE_NAME_BONUS = 0.08  # ... and more when the entry is about that name (it is in the title)
+if TYPE_CHECKING:
+    from kb.ask.question import Question
+
 DENSE_SECOND_WEIGHT = 0.3  # entry dense = 0.7 * best unit + 0.3 * second best: several phrasings agreeing
-CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15
-ANSWER_THRESHOLD = 0.44
-NO_ANCHOR_FACTOR = 0.8  # the query names nothing of the field (no anchor term, no registry name)
 CJK_OOV_WEIGHT = 0.3  # a CJK bigram unknown to the index is usually a segmentation artifact
 N_DENSE = 64
 _CJK_BIGRAM = re.compile(f"^[{CJK}]{{2}}$")
@@ -54,10 +42,12 @@ class Hit:
     bm25: float = 0.0
     bm25_unit: int | None = None
     matched_terms: list[str] = field(default_factory=list)
+    dense_cal: float = 0.0  # dense' : the aggregated cosine rescaled to 0..1 by the embedder's calibration
     signature: str | None = None
     params: list[str] = field(default_factory=list)
-    condition: float = 0.0
-    condition_notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kb.i18n key, fields)
+    title_named: bool = False
+    notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # why-notes of the adjustments (i18n key)
+    steps: list[tuple[str, str, float]] = field(default_factory=list)  # kb.ask.rank: (name, op, value) that applied
 
 
 class Retriever:
@@ -116,17 +106,10 @@ class Retriever:
             cov /= total
         return cov, matched
 
-    def search(
-        self,
-        query: str,
-        k: int = 5,
-        facts: QueryFacts | None = None,
-        query_params: list[str] | None = None,
-        boosts: dict[str, float] | None = None,
-        stated: QueryFacts | None = None,
-    ) -> list[Hit]:
-        """Rank entries for ``query``; ``query_params`` are registry-resolved names found in the query; ``facts``
-        come from the user's config, ``stated`` from the question (kb.doctor.configs.facts_from_query)."""
+    def search(self, q: Question, query_params: list[str] | None = None, extra: list[str] | None = None) -> list[Hit]:
+        """The candidates for question ``q`` with their evidence (not yet scored: kb.ask.rank). ``query_params`` are
+        registry-resolved names found in the question; ``extra`` entries are candidates whatever the text says (the
+        entries config findings point to)."""
         idx = self.idx
         hits: dict[str, Hit] = {}
 
@@ -136,7 +119,7 @@ class Retriever:
         # dense
         dense_floor = 0.0
         if idx.faiss.ntotal:
-            qv = self.embedder.embed_queries([query[:2000]]).astype(np.float32)
+            qv = self.embedder.embed_queries([q.text[:2000]]).astype(np.float32)
             faiss_query_threads()  # 1 OpenMP thread for faiss on this (possibly a bot's worker) thread
             sims, rows = idx.faiss.search(qv, min(N_DENSE, idx.faiss.ntotal))
             dense_floor = float(sims[0][-1])  # an entry's unseen second unit is at most this similar
@@ -150,7 +133,7 @@ class Retriever:
                 elif cos > h.dense2:
                     h.dense2 = cos
         # lexical
-        qtoks = tokenize(query)
+        qtoks = list(q.tokens)
         if qtoks:
             scores = idx.bm25.get_scores(qtoks)
             top = np.argpartition(-scores, min(N_DENSE, len(scores) - 1))[:N_DENSE]
@@ -172,118 +155,37 @@ class Retriever:
         else:
             cov, matched = np.zeros(len(self._entry_ids)), []
         # signatures (raw and normalised text); a regex runs only if its longest literal is in the text
-        norm = normalize_traceback(query)
-        low = f"{query}\n{norm}".lower()
+        norm = q.normalized
+        low = f"{q.text}\n{norm}".lower()
         for (rx, lit), (src, eids) in self._sigs.items():
-            if lit in low and (rx.search(query) or rx.search(norm)):
+            if lit in low and (rx.search(q.text) or rx.search(norm)):
                 for eid in eids:
                     h = hit(eid)
                     h.signature = h.signature or src
         # named parameters
-        title_named: set[str] = set()
         for name in query_params or []:
             leaf = name.rsplit(".", 1)[-1].lstrip("-").lower()
             for eid, names in self._names.items():
                 if leaf in names:
-                    hit(eid).params.append(name)
-                    if leaf in self._titles[eid]:
-                        title_named.add(eid)
-        for h in hits.values():
-            h.coverage = float(cov[self._entry_pos[h.entry_id]])
-        # entries that config findings point to (kb.doctor.lint)
-        for eid, bonus in (boosts or {}).items():
+                    h = hit(eid)
+                    h.params.append(name)
+                    h.title_named = h.title_named or leaf in self._titles[eid]
+        for eid in extra or []:
             if eid in idx.entries:
-                h = hit(eid)
-                h.coverage = float(cov[self._entry_pos[eid]])
-                h.condition += bonus
-                h.condition_notes.append(("why.finding", {}))
-        # config conditions, and what the question states
-        if facts is not None or stated is not None:
-            for eid, h in hits.items():
-                self._apply_conditions(h, idx.entries[eid].get("conditions"), facts, stated)
-
+                hit(eid)
         cal = self.embedder.calibration  # cosine range -> dense' 0..1 per query language, the embedder's own
-        lo, hi = cal.get(detect_lang(query)) or cal["en"]
-        anchored = (
-            bool(query_params)
-            or any(t in DOMAIN_ANCHORS for t in qtoks)
-            or any(a in query for a in DOMAIN_ANCHORS if not a.isascii())
-        )
-        factor = 1.0 if anchored else NO_ANCHOR_FACTOR
-        if _off_task(query, qtoks):  # serving a model, installing a driver: near the field, not kb's
-            factor *= NO_ANCHOR_FACTOR
+        lo, hi = cal.get(q.text_lang) or cal["en"]
+        terms: dict[int, list[str]] = {}  # entry position -> the question's terms it contains (for the "why")
+        for term, ents in matched:
+            for ei in ents.tolist():
+                terms.setdefault(ei, []).append(term)
         for h in hits.values():
+            pos = self._entry_pos[h.entry_id]
+            h.coverage = float(cov[pos])
+            h.matched_terms = terms.get(pos, [])
             agg = (1 - DENSE_SECOND_WEIGHT) * h.dense + DENSE_SECOND_WEIGHT * (h.dense2 or min(h.dense, dense_floor))
-            d = min(1.0, max(0.0, (agg - lo) / (hi - lo)))
-            h.score = (
-                W_DENSE * d
-                + W_COVER * h.coverage
-                + W_BM25 * h.bm25
-                + (SIGNATURE_BONUS if h.signature else 0.0)
-                + (PARAM_BONUS if h.params else 0.0)
-                + h.condition
-                + (TITLE_NAME_BONUS if h.entry_id in title_named else 0.0)
-            )
-            if not h.signature:
-                h.score *= factor
-        ranked = sorted(hits.values(), key=lambda h: (-h.score, h.entry_id))[:k]
-        for h in ranked:  # for the "why" of the results shown only
-            ei = self._entry_pos[h.entry_id]
-            h.matched_terms = [t for t, ents in matched if ents[min(np.searchsorted(ents, ei), len(ents) - 1)] == ei]
-        return ranked
-
-    def _apply_conditions(self, h: Hit, cond: dict | None, facts: QueryFacts | None, stated: QueryFacts | None) -> None:
-        """The user's facts boost entries whose conditions they satisfy and demote those they contradict: the config's,
-        and what the question states ("zero3", "fp16", "lora", "on the first step") where the config says nothing."""
-        if not cond:
-            return
-        have_cfg = facts.as_dict() if facts is not None else {}
-        if have_cfg.get("evaluates") is False and cond.get("when") == [
-            "eval"
-        ]:  # an eval failure in a run that never evaluates
-            h.condition -= CONDITION_PENALTY
-            h.condition_notes.append(("why.cond_mismatch", {"key": "evaluation", "have": "off", "want": "eval"}))
-        for key, have in {**(stated.as_dict() if stated is not None else {}), **have_cfg}.items():  # config wins
-            if key == "evaluates":
-                continue
-            want = cond.get(key)
-            if not want:
-                continue
-            if have in want:
-                h.condition += CONDITION_BOOST
-                h.condition_notes.append(("why.cond_match", {"key": key, "have": have}))
-            else:
-                h.condition -= CONDITION_PENALTY
-                h.condition_notes.append(
-                    ("why.cond_mismatch", {"key": key, "have": have, "want": "/".join(map(str, want))})
-                )
-
-    def why(self, h: Hit, lang: str) -> str:
-        """One line saying what matched."""
-        parts: list[str] = []
-        if h.signature:
-            parts.append(_t(lang, "why.signature", pattern=h.signature[:60]))
-        if h.params:
-            parts.append(_t(lang, "why.names", names=", ".join(dict.fromkeys(h.params))))
-        if h.dense_unit is not None:
-            u = self.idx.units[h.dense_unit]
-            unit = _t(lang, f"unit.{u['kind']}")
-            parts.append(_t(lang, "why.dense", unit=unit, text=_clip(u["text"]), cos=f"{h.dense:.2f}"))
-        if h.bm25_unit is not None and h.bm25_unit != h.dense_unit:
-            u = self.idx.units[h.bm25_unit]
-            parts.append(_t(lang, "why.words", unit=_t(lang, f"unit.{u['kind']}"), text=_clip(u["text"])))
-        if h.matched_terms:
-            parts.append(_t(lang, "why.terms", terms=" ".join(h.matched_terms[:8])))
-        parts.extend(_t(lang, key, **fields) for key, fields in h.condition_notes)
-        return ("；" if lang == "zh" else "; ").join(parts)
-
-
-def _off_task(query: str, qtoks: list[str]) -> bool:
-    """The question is about serving or installing (kb.ask.text.OFF_TASK) and says nothing of training."""
-    low = query.lower()
-    off = any(t in OFF_TASK for t in qtoks) or any(w in query for w in OFF_TASK if not w.isascii())
-    training = any(t in TRAINING_ANCHORS for t in qtoks) or any(w in low for w in TRAINING_ANCHORS if not w.isascii())
-    return off and not training
+            h.dense_cal = min(1.0, max(0.0, (agg - lo) / (hi - lo)))
+        return list(hits.values())
 
 
 def _required_literal(pattern: str) -> str:
@@ -314,10 +216,6 @@ def _required_literal(pattern: str) -> str:
         i += 1
     runs.append(cur)
     return max(runs, key=len).lower()
-
-
-def _clip(s: str, n: int = 70) -> str:
-    return s if len(s) <= n else s[: n - 1] + "\u2026"
 
 
 def _all_params(e: dict[str, Any]) -> list[str]:

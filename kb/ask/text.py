@@ -123,28 +123,6 @@ STOP_ZH = frozenset(
     "有人 是否 会不 不会 应该 需要 我们 他们 之后 之前 时候 的时 候就 一直 还有 这么 那么".split()
 )
 
-# Tokens (after tokenize) that place a question in kb's field. A question with none of them and no
-# registry name is probably about something else; retrieval discounts it (kb.ask.retrieve.NO_ANCHOR_FACTOR).
-DOMAIN_ANCHORS = frozenset(
-    "deepspeed zero zero0 zero1 zero2 zero3 offload accelerate transformers transformer huggingface trainer "
-    "peft lora qlora adapter from_pretrained nccl fp16 bf16 checkpoint oom finetune fine-tune sft pretrain "
-    "torchrun ds_config llama mistral mixtral qwen moe optimizer adam gradient_checkpointing gradient "
-    "nvme pin_memory partition shard fsdp bitsandbytes 4bit 8bit quantize overflow loss_scale "
-    "微调 训练 显存 全参 多卡 单卡 爆显存 续训 断点续训".split()
-)
-
-# What kb is not about, although the words are near: serving a model, installing a GPU driver. A question that
-# says one of these and nothing of training (TRAINING_ANCHORS) is discounted like one that names nothing of the
-# field (kb.ask.retrieve.NO_ANCHOR_FACTOR): "vllm serving llama 70b runs out of memory" is not a training OOM.
-OFF_TASK = frozenset(
-    "serve serving server deploy deployment driver installer endpoint ollama 部署 推理服务 驱动 安装程序 上线".split()
-)
-TRAINING_ANCHORS = frozenset(
-    "train training trainer finetune fine-tune finetuning sft dpo ppo grpo rlhf pretrain pretraining deepspeed "
-    "zero zero1 zero2 zero3 offload lora qlora peft fsdp accelerate backward optimizer adam gradient loss epoch "
-    "ds_config ds_report checkpoint nccl torchrun 微调 训练 续训 全参 预训练 反向".split()
-)
-
 _IDENT = re.compile(r"--?[A-Za-z][\w-]*|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*")
 _NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[a-zA-Z]*")
 

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from kb.ask.text import identifiers, looks_like_param
-from kb.content.entries import Entry, EntryError, LoadedEntry, entry_files, load_entry_errors
+from kb.content.entries import Entry, EntryError, LoadedEntry, Source, entry_files, load_entry_errors
 from kb.doctor.lint import FREE_FORM
 from kb.registry.factcheck import OBJECT_PREFIXES, judge
 from kb.registry.store import CONFIG_KINDS, Registry
@@ -150,6 +150,15 @@ def check_entry(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> list[Pro
 
 def problems_json(problems: list[Problem]) -> str:
     return json.dumps([asdict(p) for p in problems], ensure_ascii=False, indent=2)
+
+
+def check_json(problems: list[Problem], unchecked: list[Unchecked]) -> str:
+    """``kb check --json``: the problems, and the code sources CHK008 could not check (info, not problems)."""
+    return json.dumps(
+        {"problems": [asdict(p) for p in problems], "unchecked": [asdict(u) for u in unchecked]},
+        ensure_ascii=False,
+        indent=2,
+    )
 
 
 # ---------------------------------------------------------------- the checks, in code order
@@ -465,7 +474,8 @@ def chk007(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> Iterable[Prob
     "CHK008",
     "code-source",
     "a code source (of the entry or of an `external` name) whose file does not exist, or whose line is past the "
-    "end, in the installed package version (checked only when that exact version is installed)",
+    "end, in the installed package version (checked only when that exact version is installed; the sources it "
+    "cannot check are listed with the reason by `unchecked_code_sources`: info, not a problem)",
     scope="entry",
     bad=[
         EntryCase("line past the end", (("line: 4016-4050", 'line: "999999"'),)),
@@ -488,32 +498,82 @@ def chk007(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> Iterable[Prob
     ],
 )
 def chk008(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> Iterable[Problem]:
+    for loc, src in _code_sources(le):
+        msg, _unchecked = _check_code_source(src.package or "", src.version or "", src.file or "", src.line or "")
+        if msg:
+            yield _p("CHK008", le, loc, msg)
+
+
+def _code_sources(le: LoadedEntry) -> Iterable[tuple[tuple, Source]]:
+    """(location, source) of every code source of the entry and of its ``external`` names."""
     located = [(("sources", i), s) for i, s in enumerate(le.entry.sources)]
     located += [(("external", i, "source"), x.source) for i, x in enumerate(le.entry.external)]
-    for loc, src in located:
-        if src.type == "code":
-            msg = _check_code_source(src.package or "", src.version or "", src.file or "", src.line or "")
-            if msg:
-                yield _p("CHK008", le, loc, msg)
+    return [(loc, src) for loc, src in located if src.type == "code"]
 
 
-def _check_code_source(package: str, version: str, file: str, line: str) -> str | None:
-    """When that exact package version is installed, the file must exist and have that line."""
+def _check_code_source(package: str, version: str, file: str, line: str) -> tuple[str | None, str | None]:
+    """(problem, why it was not checked). When that exact package version is installed, the file must exist
+    and have that line; otherwise the source is not checked, and the second says why."""
     try:
         installed = md.version(package).split("+")[0]
     except md.PackageNotFoundError:
-        return None
+        return None, f"{package} is not installed"
     if installed != version:
-        return None
+        return None, f"{package} {installed} is installed, not {version}"
     dist = md.distribution(package)
     path = Path(str(dist.locate_file(file)))
     if not path.is_file():
-        return f"code source {file!r} does not exist in {package} {version}"
+        return f"code source {file!r} does not exist in {package} {version}", None
     last = int(line.split("-")[-1])
     n = sum(1 for _ in path.open(encoding="utf-8", errors="replace"))
     if last > n:
-        return f"code source {file}:{line} is past the end of the file ({n} lines) in {package} {version}"
-    return None
+        return f"code source {file}:{line} is past the end of the file ({n} lines) in {package} {version}", None
+    return None, None
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """A code source CHK008 could not check (its package, or that version of it, is not installed): info for
+    ``kb check``, not a problem."""
+
+    file: str  # the entry file
+    line: int | None
+    field: str  # sources.0, external.2.source
+    entry: str  # the entry id
+    source: str  # package version file:line, as cited
+    reason: str  # "trl is not installed", "deepspeed 0.19.8 is installed, not 0.16.9"
+
+    def __str__(self) -> str:
+        loc = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{loc}: CHK008 info {self.field}: not checked: {self.source} ({self.reason})"
+
+
+def unchecked_code_sources(loaded: list[LoadedEntry]) -> list[Unchecked]:
+    """Every code source of ``loaded`` that CHK008 does not check, with the reason, in file and line order."""
+    out = []
+    for le in loaded:
+        for loc, src in _code_sources(le):
+            _msg, why = _check_code_source(src.package or "", src.version or "", src.file or "", src.line or "")
+            if why:
+                cited = f"{src.package} {src.version} {src.file}:{src.line}"
+                out.append(Unchecked(str(le.path), le.line_of(*loc), ".".join(map(str, loc)), le.entry.id, cited, why))
+    return sorted(out, key=lambda u: (u.file, u.line or 0))
+
+
+def unchecked_summary(unchecked: list[Unchecked], most: int = 5) -> list[str]:
+    """One line per reason for ``kb check``: how many code sources were not checked, and in which entries."""
+    by_reason: dict[str, list[Unchecked]] = {}
+    for u in unchecked:
+        by_reason.setdefault(u.reason, []).append(u)
+    lines = []
+    for why, us in sorted(by_reason.items()):
+        ids = sorted({u.entry for u in us})
+        more = f" (+{len(ids) - most} more)" if len(ids) > most else ""
+        lines.append(
+            f"CHK008 info: {len(us)} code source(s) not checked ({why}), in {len(ids)} "
+            f"{'entry' if len(ids) == 1 else 'entries'}: {', '.join(ids[:most])}{more}"
+        )
+    return lines
 
 
 @check(
@@ -1266,9 +1326,10 @@ def checks_markdown() -> str:
 @check(
     "CHK012",
     "vector-cache",
-    "a unit of the entry (title, summary, symptom, fix title, myth, signature) whose vector the shipped cache "
-    "`data/embeddings/<embedder>.npz` lacks; when the shipped entries are checked, also vectors no unit uses. "
-    "`kb build --save-vectors` rewrites the cache",
+    "a unit of the entry (title, summary, symptom, fix title, myth, signature) whose vector the shipped files "
+    "`data/embeddings/<embedder>/` lack; when the shipped entries are checked, each entry's own file "
+    "`<entry id>.npy` there must exist and hold exactly its units' vectors, and a file of a deleted or withdrawn "
+    "entry, or any other file, is reported. `kb build --save-vectors` brings the files in step",
     scope="corpus",
     bad=[
         EntryCase(
@@ -1284,39 +1345,76 @@ def checks_markdown() -> str:
     ok=[EntryCase("the entry as shipped")],
 )
 def chk012(loaded: list[LoadedEntry]) -> Iterable[Problem]:
-    from kb.index.units import entry_units, shipped_caches
-    from kb.paths import entries_dir
+    from kb.index.units import EMBEDDER_FILE, VECTOR_SUFFIX, entry_units, shipped_vectors
+    from kb.paths import data_dir, entries_dir
 
-    caches = shipped_caches()
-    used: set[str] = set()
+    def shown(p: Path) -> str:  # data/embeddings/... as the user sees the repository
+        try:
+            return str(p.relative_to(data_dir().parent))
+        except ValueError:
+            return str(p)
+
+    fix = "run `kb build --save-vectors` and commit data/embeddings/"
+    found, others = shipped_vectors()
+    folders = [f for f in found if f.embedder is not None]
+    shipped = entries_dir().resolve()
+    whole = bool(loaded) and all(le.path.resolve().parent == shipped for le in loaded)
+    known = {} if whole else {vf.path: {h for got in vf.files.values() if got for h in got} for vf in folders}
     for le in loaded:
-        if le.entry.withdrawn is not None:  # not indexed, so not in the cache
+        if le.entry.withdrawn is not None:  # not indexed, so no vectors
             continue
         units = [u for u in entry_units(le.entry) if u.dense]
-        used |= {u.hash for u in units}
-        for emb, cache in caches.items():
-            missing = [u for u in units if u.hash not in cache]
-            if missing:
-                kinds = ", ".join(sorted({u.kind for u in missing}))
-                yield _p(
-                    "CHK012",
-                    le,
-                    ("id",),
-                    f"{len(missing)} unit(s) ({kinds}) have no vector in the shipped cache for {emb}: run "
-                    "`kb build --save-vectors` and commit data/embeddings/",
-                )
-    shipped = entries_dir().resolve()
-    if loaded and all(le.path.resolve().parent == shipped for le in loaded):
-        for emb, cache in caches.items():
-            stale = len(set(cache) - used)
-            if stale:
-                yield Problem(
-                    "CHK012",
-                    str(shipped.parent / "embeddings"),
-                    None,
-                    "vectors",
-                    f"the cache for {emb} holds {stale} vector(s) no shipped unit uses: run `kb build --save-vectors`",
-                )
+        for vf in folders:
+            if not whole:  # entries elsewhere (a draft, a renamed copy): any shipped file may hold a unit's vector
+                missing = [u for u in units if u.hash not in known[vf.path]]
+                if missing:
+                    kinds = ", ".join(sorted({u.kind for u in missing}))
+                    where = shown(vf.path) + "/"
+                    yield _p(
+                        "CHK012", le, ("id",), f"{len(missing)} unit(s) ({kinds}) have no vector in {where}: {fix}"
+                    )
+                continue
+            path = shown(vf.path / f"{le.entry.id}{VECTOR_SUFFIX}")
+            got = vf.files.get(le.entry.id, {})
+            if le.entry.id not in vf.files:
+                yield _p("CHK012", le, ("id",), f"no vector file {path} for {vf.embedder}: {fix}")
+            elif got is None:
+                yield _p("CHK012", le, ("id",), f"{path} is not a readable vector file: {fix}")
+            else:
+                missing = [u for u in units if u.hash not in got]
+                if missing:
+                    kinds = ", ".join(sorted({u.kind for u in missing}))
+                    yield _p("CHK012", le, ("id",), f"{len(missing)} unit(s) ({kinds}) have no vector in {path}: {fix}")
+                stale = len(set(got) - {u.hash for u in units})
+                if stale:
+                    yield _p("CHK012", le, ("id",), f"{path} holds {stale} vector(s) no unit of the entry uses: {fix}")
+    if not whole:
+        return
+    withdrawn = {le.entry.id for le in loaded if le.entry.withdrawn is not None}
+    live = {le.entry.id for le in loaded} - withdrawn
+    for vf in folders:
+        for eid in sorted(set(vf.files) - live):
+            if eid in withdrawn:
+                why = "is withdrawn (not indexed)"
+            elif (shipped / f"{eid}.yaml").exists():
+                continue  # the entry did not load: its own problems say why; the build keeps its file
+            else:
+                why = f"has no file {shown(shipped / f'{eid}.yaml')}"
+            yield Problem(
+                "CHK012", shown(vf.path / f"{eid}{VECTOR_SUFFIX}"), None, "vectors", f"entry {eid!r} {why}: {fix}"
+            )
+    for vf in found:
+        if vf.embedder is None:
+            yield Problem(
+                "CHK012", shown(vf.path), None, "vectors", f"no {EMBEDDER_FILE} saying whose vectors these are"
+            )
+        for p in vf.other:
+            yield Problem(
+                "CHK012", shown(p), None, "vectors", f"not a vector file (<entry id>{VECTOR_SUFFIX}): delete it"
+            )
+    for p in others:
+        what = "the single-file cache of before the per-entry files" if p.suffix == ".npz" else "not an embedder folder"
+        yield Problem("CHK012", shown(p), None, "vectors", f"{what}: delete it")
 
 
 if __name__ == "__main__":

@@ -21,11 +21,11 @@ LAUNCHERS = ("deepspeed", "accelerate", "torchrun", "python", "python3")
 
 
 @dataclass
-class QueryFacts:
+class SetupFacts:
     """What the ranking may use about the user's setup: stage, offload devices, precision, fine-tuning method.
 
     From the attached config (``facts_from_config``) and from what the question itself states
-    (``facts_from_query``); ranking takes the config's where both say something (kb.ask.retrieve)."""
+    (``kb.ask.question.stated_facts``); ranking takes the config's where both say something (kb.ask.rank)."""
 
     zero_stage: int | None = None
     offload_optimizer: str | None = None
@@ -393,72 +393,10 @@ def deepspeed_block(cfg: ParsedConfig) -> tuple[dict[str, Any] | None, str]:
     return None, ""
 
 
-_Q_STAGE = re.compile(
-    r"(?<![A-Za-z0-9])(?:zero|z)[\s_-]?(?:stage[\s_-]?)?([0-3])(?![0-9])|(?<![A-Za-z0-9])stage[\s_-]?([0-3])(?![0-9])",
-    re.I,
-)
-_Q_FP16 = re.compile(r"(?<![A-Za-z0-9])(?:fp16|float16)(?![A-Za-z0-9])", re.I)
-_Q_BF16 = re.compile(r"(?<![A-Za-z0-9])(?:bf16|bfloat16)(?![A-Za-z0-9])", re.I)
-_Q_QLORA = re.compile(
-    r"(?<![A-Za-z0-9])(?:qlora|4[\s-]?bit|nf4|load_in_4bit|quantization_bit)(?![A-Za-z0-9])|4\s*位量化", re.I
-)
-_Q_LORA = re.compile(r"(?<![A-Za-z0-9])lora(?![A-Za-z0-9])", re.I)
-_Q_FULL = re.compile(r"full[\s-]?(?:parameter[\s-]?)?fine[\s-]?tun|全参|全量", re.I)
-# when the failure happens: at the start (the first step), later (after many steps, growing), in evaluation, at a save
-_Q_WHEN = {
-    "start": re.compile(
-        r"(?<![A-Za-z])(?:(?:on|at|in) (?:the )?(?:very )?first (?:training )?(?:step|iteration|batch)|before (?:the )?first "
-        r"step|step 0\b)|第一步|第一个\s*(?:step|batch|iteration)|一开始就|刚开始就",
-        re.I,
-    ),
-    "later": re.compile(
-        r"(?<![A-Za-z])(?:after (?:\d+|a few|several|many) (?:steps|iterations|hours|epochs)|(?:grows?|increases?|creeps? up)"
-        r" (?:every|each|per) (?:step|iteration)|gradually)|跑了(?:几|\d+)|越来越|逐渐|慢慢涨",
-        re.I,
-    ),
-    "eval": re.compile(r"(?<![A-Za-z])(?:eval|evaluation|evaluate|evaluating)(?![A-Za-z])|评估|验证集", re.I),
-    "save": re.compile(
-        r"(?<![A-Za-z])(?:sav(?:e|es|ed|ing)(?: the)? (?:checkpoint|model)|save_steps)|保存|存\s*checkpoint", re.I
-    ),
-}
-
-
-# a line of a pasted error or log: what it says ("Partial offloading only supported for ZeRO Stage 3") is the
-# library's text, not the user's setup
-_LOG_LINE = re.compile(
-    r"Error\b|error for|Exception|Traceback|Assertion|Warning|WARNING|INFO|^\s+File |^\s*\[|^\s{2,}\S|\w+\.py\b"
-)
-
-
-def facts_from_query(query: str) -> QueryFacts:
-    """What the question states about the setup, when it states one value only: "zero3", "stage 2"; "fp16" or
-    "bf16"; "qlora" / "4bit", "lora", "full fine-tune" / "全参"; when it fails: on the first step, after many steps,
-    in evaluation, while saving. Two values of a fact named (a comparison) leave it unknown; lines of a pasted error
-    or log are not read."""
-    f = QueryFacts()
-    query = "\n".join(ln for ln in query.splitlines() if not _LOG_LINE.search(ln))  # the user's words, not a paste
-    stages = {int(a or b) for a, b in _Q_STAGE.findall(query)}
-    if len(stages) == 1:
-        f.zero_stage = stages.pop()
-    fp16, bf16 = bool(_Q_FP16.search(query)), bool(_Q_BF16.search(query))
-    if fp16 != bf16:
-        f.precision = "fp16" if fp16 else "bf16"
-    if _Q_QLORA.search(query):
-        f.method = "qlora"
-    elif _Q_LORA.search(query):
-        f.method = "lora"
-    elif _Q_FULL.search(query):
-        f.method = "full"
-    whens = [w for w, rx in _Q_WHEN.items() if rx.search(query)]
-    if len(whens) == 1:
-        f.when = whens[0]
-    return f
-
-
 _DS_FILE_STAGE = re.compile(r"(?:^|[/_.-])z(?:ero)?[_-]?([0-3])(?=[_.-]|$)", re.I)
 
 
-def _training_args_facts(args: dict[str, Any], f: QueryFacts) -> None:
+def _training_args_facts(args: dict[str, Any], f: SetupFacts) -> None:
     """TrainingArguments / LLaMA-Factory YAML: precision flags, the method (finetuning_type, quantization_bit),
     and, when ``deepspeed`` is a file path, the stage and offload its name states (LLaMA-Factory ships
     ds_z0..ds_z3_config.json and ds_z2/ds_z3_offload_config.json)."""
@@ -488,9 +426,9 @@ def _training_args_facts(args: dict[str, Any], f: QueryFacts) -> None:
                 f.offload_optimizer = f.offload_optimizer or "cpu"
 
 
-def facts_from_config(cfg: ParsedConfig) -> QueryFacts:
+def facts_from_config(cfg: ParsedConfig) -> SetupFacts:
     """ZeRO stage, offload devices, precision and method, from whichever front end the config is written for."""
-    f = QueryFacts()
+    f = SetupFacts()
     if cfg.kind == "accelerate":
         ds = cfg.data.get("deepspeed_config") or {}
         if isinstance(ds, dict):
@@ -547,48 +485,6 @@ def optimizer_kind(cfg: ParsedConfig) -> str:
         params = opt.get("params") if isinstance(opt.get("params"), dict) else {}
         return "torch" if params.get("torch_adam") is True else "fused"
     return "torch"
-
-
-# ---------------------------------------------------------------- what the question itself says
-
-
-@dataclass
-class QueryHints:
-    """Facts stated in the question text, parsed once and given to lint and memory alike."""
-
-    model: str | None = None  # a kb.memory.estimate preset named in the text ("llama2-7b", "qwen2.5-72b")
-    params: float | None = None  # a model size stated in the text ("7b", "70B"), in parameters
-    gpus: int | None = None  # GPU count stated ("8 gpus", "4卡", "single gpu", "单卡")
-
-    @property
-    def single_gpu(self) -> int | None:
-        """1 when the question says it runs on one GPU: the only world size lint may assume."""
-        return 1 if self.gpus == 1 else None
-
-
-_SIZE = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*[bB](?![A-Za-z0-9_])")
-_ONE_GPU = re.compile(
-    r"(?<![A-Za-z0-9])(single|one|1)[\s-]*(gpu|card|a100|h100|h800|a800)(?![A-Za-z0-9])|单卡|一张卡|单张", re.I
-)
-_N_GPUS = re.compile(
-    r"(\d+)\s*[x×]?\s*(?:gpus?|cards?|[ah]100s?|h800s?|a800s?)(?![A-Za-z0-9])|(\d+)\s*(?:张卡|块卡|卡)", re.I
-)
-
-
-def hints_from_query(query: str) -> QueryHints:
-    from kb.memory.estimate import PRESETS
-
-    flat = query.lower().replace("-", "")
-    model = next((name for name in PRESETS if name.replace("-", "") in flat), None)
-    m = _SIZE.search(query)
-    params = float(m.group(1)) * 1e9 if m else None
-    gpus = None
-    if _ONE_GPU.search(query):
-        gpus = 1
-    elif g := _N_GPUS.search(query):
-        n = int(g.group(1) or g.group(2))
-        gpus = n if 0 < n <= 4096 else None
-    return QueryHints(model, params, gpus)
 
 
 def _int(v: Any) -> int | None:

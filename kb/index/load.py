@@ -10,6 +10,10 @@ from typing import Any
 
 from kb.paths import entries_dir, index_dir
 
+# the manifest format this code reads and indexer.build writes (its one home). A build of another format is
+# refused with the command that rebuilds it.
+INDEX_FORMAT = 1
+
 
 class IndexError_(Exception):
     """Base for index problems; the message says what to run."""
@@ -78,6 +82,7 @@ def load_index(path: Path | None = None) -> Index:
         import faiss
 
         manifest = json.loads((cur / "manifest.json").read_text(encoding="utf-8"))
+        _check_format(manifest, cur / "manifest.json")
         units = [json.loads(line) for line in (cur / "units.jsonl").read_text(encoding="utf-8").splitlines()]
         entries = {e["id"]: e for e in json.loads((cur / "entries.json").read_text(encoding="utf-8"))}
         index = faiss.read_index(str(cur / "dense.faiss"))
@@ -95,3 +100,15 @@ def load_index(path: Path | None = None) -> Index:
     except (OSError, ValueError, KeyError, RuntimeError, TypeError) as e:
         raise IndexCorrupt(f"index at {cur} is unreadable ({e}); rebuild it with `kb build --full`") from None
     return Index(cur, manifest, units, dense_rows, entries, index, bm, [u["entry_id"] for u in units])
+
+
+def _check_format(manifest: Any, path: Path) -> None:
+    """IndexCorrupt when the manifest is not of the format this code reads (a build by another kb version).
+
+    ``kb build`` rebuilds it in full: it reuses a previous build only when the format is the same."""
+    found = manifest.get("format") if isinstance(manifest, dict) else None
+    if found != INDEX_FORMAT or isinstance(found, bool):
+        said = "no format" if found is None else f"format {found!r}"
+        raise IndexCorrupt(
+            f"index manifest {path} has {said}; this kb reads format {INDEX_FORMAT}. Rebuild the index with `kb build`"
+        )

@@ -1,8 +1,10 @@
 """What the index is made of: an entry's units (title, summary, symptoms, fixes, myths, signatures, parameter
-names), each with a content hash, and the shipped vectors of those units (data/embeddings/<embedder>.npz).
+names), each with a content hash, and the shipped vectors of those units: one file per entry,
+data/embeddings/<embedder>/<entry id>.npy, so that an entry edit changes one file.
 
-Read-side code: the indexer (indexer/build.py) builds from these, and ``kb check`` (CHK012) checks that the shipped
-vectors cover exactly the shipped entries' units, so a fresh clone's first ``kb ask`` embeds nothing."""
+Read-side code only: the indexer (indexer/build.py) builds from these and writes the files, and ``kb check``
+(CHK012) checks that they cover exactly the shipped entries' units, so a fresh clone's first ``kb ask`` embeds
+nothing."""
 
 from __future__ import annotations
 
@@ -62,33 +64,93 @@ def entry_hash(units: list[Unit]) -> str:
     return h.hexdigest()[:16]
 
 
-def vector_cache_path(embedder_id: str) -> Path:
-    """data/embeddings/<embedder id>.npz: the vectors of the shipped entries' units, keyed by content hash."""
-    return data_dir() / "embeddings" / (re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id) + ".npz")
+VECTOR_SUFFIX = ".npy"
+EMBEDDER_FILE = "embedder.txt"  # in each embedder's folder: the embedder id the vectors were made with
+
+
+def vectors_dir(embedder_id: str) -> Path:
+    """data/embeddings/<embedder id>/: one ``<entry id>.npy`` per shipped entry, holding its units' vectors."""
+    return data_dir() / "embeddings" / re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id)
+
+
+def vector_file(embedder_id: str, entry_id: str) -> Path:
+    return vectors_dir(embedder_id) / f"{entry_id}{VECTOR_SUFFIX}"
+
+
+def vector_dtype(dim: int) -> np.dtype:
+    """One row per unit: its content hash (16 hex digits) and its float32 vector; rows sorted by hash."""
+    import numpy as np
+
+    return np.dtype([("hash", "S16"), ("vector", "<f4", (dim,))])
+
+
+def read_vector_file(path: Path) -> dict[str, np.ndarray]:
+    """An entry's vector file as {unit hash: vector}. OSError / ValueError when it is missing or not one."""
+    import numpy as np
+
+    rows = np.load(path, allow_pickle=False)
+    shape = rows.dtype["vector"].shape if rows.dtype.names == ("hash", "vector") else ()
+    if rows.ndim != 1 or len(shape) != 1 or rows.dtype != vector_dtype(shape[0]):
+        raise ValueError(f"{path}: not a vector file (dtype {rows.dtype}, shape {rows.shape})")
+    return dict(zip(rows["hash"].astype("U16").tolist(), rows["vector"], strict=True))
+
+
+def folder_embedder(folder: Path) -> str | None:
+    """The embedder id a vector folder was written for (its embedder.txt); None when it has none."""
+    try:
+        return (folder / EMBEDDER_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def load_vector_cache(embedder_id: str) -> dict[str, np.ndarray]:
-    import numpy as np
+    """The shipped vectors for ``embedder_id``, all entries' files together, by unit hash.
 
-    path = vector_cache_path(embedder_id)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if str(z["embedder"]) != embedder_id:
-                return {}
-            return {h: v for h, v in zip(z["hashes"].tolist(), z["vectors"], strict=True)}
-    except (OSError, KeyError, ValueError):
-        return {}  # no cache (or an unreadable one): everything is embedded, nothing breaks
-
-
-def shipped_caches() -> dict[str, dict[str, np.ndarray]]:
-    """Every vector cache in data/embeddings/, by the embedder id it was written for."""
-    import numpy as np
-
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for path in sorted((data_dir() / "embeddings").glob("*.npz")):
+    A missing folder, one written for another embedder or an unreadable file leaves those units out: they are
+    embedded, nothing breaks."""
+    folder = vectors_dir(embedder_id)
+    if folder_embedder(folder) != embedder_id:
+        return {}
+    out: dict[str, np.ndarray] = {}
+    for path in sorted(folder.glob("*" + VECTOR_SUFFIX)):
         try:
-            with np.load(path, allow_pickle=False) as z:
-                out[str(z["embedder"])] = {h: v for h, v in zip(z["hashes"].tolist(), z["vectors"], strict=True)}
-        except (OSError, KeyError, ValueError):
-            out[path.name] = {}
+            out.update(read_vector_file(path))
+        except (OSError, ValueError):
+            continue
     return out
+
+
+@dataclass
+class VectorFolder:
+    """One folder of data/embeddings/ as found: what ``kb check`` (CHK012) compares with the entries."""
+
+    path: Path
+    embedder: str | None  # from embedder.txt; None: the folder has none
+    files: dict[str, dict[str, np.ndarray] | None]  # entry id -> {unit hash: vector}; None: unreadable
+    other: list[Path]  # anything else in the folder (a left-over temp file, a stray file)
+
+
+def shipped_vectors() -> tuple[list[VectorFolder], list[Path]]:
+    """Every embedder folder in data/embeddings/, and whatever else lies there (e.g. the single-file cache
+    ``<embedder>.npz`` of before the per-entry files)."""
+    folders: list[VectorFolder] = []
+    other: list[Path] = []
+    root = data_dir() / "embeddings"
+    for path in sorted(root.iterdir()) if root.is_dir() else []:
+        if not path.is_dir():
+            other.append(path)
+            continue
+        files: dict[str, dict[str, np.ndarray] | None] = {}
+        stray: list[Path] = []
+        for f in sorted(path.iterdir()):
+            if f.name == EMBEDDER_FILE:
+                continue
+            if not (f.is_file() and f.name.endswith(VECTOR_SUFFIX)) or f.name.startswith("."):
+                stray.append(f)
+                continue
+            try:
+                files[f.name[: -len(VECTOR_SUFFIX)]] = read_vector_file(f)
+            except (OSError, ValueError):
+                files[f.name[: -len(VECTOR_SUFFIX)]] = None
+        folders.append(VectorFolder(path, folder_embedder(path), files, stray))
+    return folders, other

@@ -27,11 +27,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kb.memory.card import DEFAULT_GPU_MEM_GIB  # re-exported: the card kb assumes
+
 if TYPE_CHECKING:
     from kb.registry.store import Registry
 
 GiB = 2**30
-DEFAULT_GPU_MEM_GIB = 80.0  # the card kb assumes when the user does not say (A100/H100 80 GB)
+
 PROCESS_BASELINE_GIB = 2.0  # host RSS of a CUDA + torch + DeepSpeed training process without offload (measured 1.8-2.2)
 CONTEXT_GIB = 1.0  # CUDA context + cuBLAS/NCCL workspaces, outside torch's allocator (stated, not derived)
 
@@ -225,22 +227,26 @@ class ModelStates:
 
     @property
     def basis(self) -> str:
-        if self.stage == self.formula:
-            return f"DeepSpeed's ZeRO-{self.stage} estimator {self.function}"
-        where = " on one GPU" if self.stage == 0 else ""
-        return (
-            f"DeepSpeed's ZeRO-2 formula {self.function}{where}; DeepSpeed has estimators for ZeRO-2 and ZeRO-3 "
-            f"only, so stage {self.stage} is estimated with the ZeRO-2 one"
-        )
+        return self._bases()[0]
 
     @property
     def basis_zh(self) -> str:
-        if self.stage == self.formula:
-            return f"按 DeepSpeed 自带的 ZeRO-{self.stage} estimator `{self.function}` 计算"
-        where = "、单卡" if self.stage == 0 else ""
+        return self._bases()[1]
+
+    def _bases(self) -> tuple[str, str]:
+        """Which DeepSpeed estimator the figure comes from, in English and in Chinese."""
+        fn, stage = self.function, self.stage
+        if stage == self.formula:
+            return (
+                f"DeepSpeed's ZeRO-{stage} estimator {fn}",
+                f"按 DeepSpeed 自带的 ZeRO-{stage} estimator `{fn}` 计算",
+            )
+        where, where_zh = (" on one GPU", "、单卡") if stage == 0 else ("", "")
         return (
-            f"按 ZeRO-2 的公式 `{self.function}`{where}计算：DeepSpeed 只有 ZeRO-2 和 ZeRO-3 的 estimator，"
-            f"stage {self.stage} 就用 ZeRO-2 的公式估算"
+            f"DeepSpeed's ZeRO-2 formula {fn}{where}; DeepSpeed has estimators for ZeRO-2 and ZeRO-3 "
+            f"only, so stage {stage} is estimated with the ZeRO-2 one",
+            f"按 ZeRO-2 的公式 `{fn}`{where_zh}计算：DeepSpeed 只有 ZeRO-2 和 ZeRO-3 的 estimator，"
+            f"stage {stage} 就用 ZeRO-2 的公式估算",
         )
 
 

@@ -1,25 +1,29 @@
 """Presenters: pure functions from the answer contract (kb.contract, docs/answer.md) to text or payloads.
 
-What an answer shows, and in which order, is decided once in ``kb.present.doc`` (answer -> blocks);
-each presenter only draws blocks. Labels come from ``kb.present.labels`` in both languages.
+What an answer shows, and in which order, is decided once in ``kb.present.doc`` (answer -> blocks; also
+the lint, mem, show and factcheck reports -> blocks, for chat surfaces: ``doc.report_blocks``); each
+presenter only draws blocks. Labels come from ``kb.present.labels`` in both languages.
 
 | name       | module                    | for                                                      |
 |------------|---------------------------|----------------------------------------------------------|
 | terminal   | kb.present.terminal       | `kb ask` / `kb show` on a TTY (rich colour, soft wrap)   |
 | plain      | kb.present.plain          | piped output: no colour, no hard wrap                    |
 | markdown   | kb.present.markdown       | `--format markdown`; the base of the chat renderers      |
-| reports    | kb.present.reports        | the text of lint, factcheck, mem, eval, stats, build ... |
-| discord    | (bot/, planned)           | embeds within Discord's limits                           |
-| slack      | (bot/, planned)           | Block Kit within Slack's limits                          |
-| html       | (kb export, planned)      | the static site                                          |
+| reports    | kb.present.reports        | the text of lint, factcheck, mem, gaps, eval, stats ...  |
+
+Chat surfaces draw the same blocks through bot/layout.py (Discord embeds, Slack Block Kit, each within its
+platform's limits); the static site (sitegen/) renders Results with its own templates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.present import markdown, plain
+
+if TYPE_CHECKING:
+    from kb.contract import ShowReport
 
 FORMATS = ("terminal", "plain", "markdown")
 
@@ -35,8 +39,16 @@ def render_answer(answer: Any, fmt: str, site_url: str = "") -> str:
 
 
 def render_entry(result: dict[str, Any], lang: str, fmt: str, site_url: str = "") -> str:
+    """One entry's Result (a dict) in one of FORMATS."""
     if fmt == "terminal":
         from kb.present import terminal
 
         return terminal.entry(result, lang, site_url)
     return {"plain": plain.entry, "markdown": markdown.entry}[fmt](result, lang, site_url)
+
+
+def render_show(report: ShowReport, fmt: str, site_url: str = "") -> str:
+    """``kb show``: a ShowReport in one of FORMATS, laid out as ``kb ask`` lays out a result (kb.present.doc)."""
+    from kb.contract import to_dict
+
+    return render_entry(to_dict(report.result), report.lang, fmt, site_url)

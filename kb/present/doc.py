@@ -215,3 +215,67 @@ def answer_blocks(answer: Any, site_url: str = "") -> list[Block]:
         # the first result shows all its myths; later ones only those the query repeats
         out += result_blocks(r, lang, n=i, all_myths=(i == 1), site_url=site_url)
     return out
+
+
+# ---------------------------------------------------------------- the other commands' reports, as blocks
+
+
+def lint_blocks(report: Any) -> list[Block]:
+    """A ``LintReport`` (or its dict): the file line, then each finding as an answer shows its config findings."""
+    r = as_dict(report)
+    lb = L(r["lang"])
+    head = lb["lint_head"].format(name=r["file"], kind=r["config_kind"], fmt=r["config_format"], n=len(r["findings"]))
+    tone = "bad" if r["counts"]["error"] else "warn" if r["counts"]["warning"] else "ok"
+    return [Block("heading", head, tone), *finding_blocks(r["findings"], r["lang"])]
+
+
+# the settings a memory report always shows; any other one only when the user set it
+MEM_SHOWN = ("gpus", "nodes", "stage", "offload", "precision", "seq", "micro_batch", "activation_checkpointing")
+
+
+def mem_blocks(report: Any) -> list[Block]:
+    """A ``MemReport`` (or its dict): the memory verdict an answer shows, then the setup it was computed for."""
+    r = as_dict(report)
+    lb = L(r["lang"])
+    shown = [v for v in r["setup"] if v["name"] != "model" and (v["name"] in MEM_SHOWN or v["given"])]
+    sep = "，" if r["lang"] == "zh" else ", "
+    setup = sep.join(f"{v['label']} {v['text']}" for v in shown)
+    return [*memory_blocks(r, r["lang"]), Block("text", f"{lb['mem_setup']}: {setup}", "dim", 1)]
+
+
+def show_blocks(report: Any, site_url: str = "") -> list[Block]:
+    """A ``ShowReport`` (or its dict): the entry with everything (causes, all myths, related)."""
+    r = as_dict(report)
+    return result_blocks(r["result"], r["lang"], site_url=site_url)
+
+
+def factcheck_blocks(report: Any) -> list[Block]:
+    """A ``FactcheckReport`` (or its dict): each name with its verdict (valid ones dim, the others flagged)."""
+    r = as_dict(report)
+    lb = L(r["lang"])
+    if not r["names"]:
+        return [Block("text", lb["fc_none"], "dim")]
+    style = {
+        "valid": "dim",
+        "unverified": "dim",
+        "deprecated": "warn",
+        "other-version": "warn",
+        "not-a-config-key": "warn",
+    }
+    out = []
+    for n in r["names"]:
+        mark = "\u2713" if n["verdict"] == "valid" else "?" if n["verdict"] == "unverified" else "!"
+        at = lb["at_line"].format(n=n["line"])
+        out.append(Block("item", f"{mark} {at}: {n['message']}", style.get(n["verdict"], "bad"), 1))
+    return out
+
+
+def report_blocks(report: Any, site_url: str = "") -> list[Block]:
+    """Any report of kb.contract.REPORTS but gaps (a curator's list, not a chat reply), by its ``kind``."""
+    r = as_dict(report)
+    kinds = {"lint": lint_blocks, "mem": mem_blocks, "factcheck": factcheck_blocks}
+    if r["kind"] == "show":
+        return show_blocks(r, site_url)
+    if r["kind"] not in kinds:
+        raise ValueError(f"no blocks for a report of kind {r['kind']!r}")
+    return kinds[r["kind"]](r)

@@ -1,11 +1,18 @@
-"""The text of every report command (lint, factcheck, mem, eval, stats, build, check, registry lookup).
+"""The text of every report command (lint, factcheck, mem, gaps, eval, stats, build, check, registry lookup).
 
-Pure functions: core result in, text out (no colour, no wrapping; the CLI prints it as it is).
+Pure functions: a report in (lint, factcheck, mem and gaps take the contract's typed reports, kb.contract),
+text out in the report's language (no colour, no wrapping; the CLI prints it as it is).
 """
 
 from __future__ import annotations
 
+import typing
 from typing import Any
+
+from kb.contract import FactcheckReport, GapsReport, LintReport, MemoryTerm, MemReport, Verdict
+from kb.present.labels import L
+
+VERDICTS = typing.get_args(Verdict)  # the order the summary counts them in
 
 
 def _lines(*parts: str) -> str:
@@ -15,116 +22,114 @@ def _lines(*parts: str) -> str:
 # ---------------------------------------------------------------- kb lint / kb factcheck
 
 
-def lint(name: str, kind: str, fmt: str, findings: list[dict[str, Any]], lang: str = "en") -> str:
-    zh = lang == "zh"
-    out = [f"{name}: {kind} config ({fmt}), {len(findings)} finding(s)"]
-    for f in findings:
-        msg = (f.get("message_zh") if zh else None) or f["message"]
-        sug = (f.get("suggestion_zh") if zh else None) or f.get("suggestion")
-        loc = f"{name}:{f['line']}" if f.get("line") else name
-        out.append(f"{loc}: {f['code']} {f['severity']} {f['path']}: {msg}")
-        if sug:
-            out.append(f"    {'修改' if zh else 'fix'}: {sug}")
-        if f.get("entry"):
-            out.append(f"    {'参见' if zh else 'see'}: kb show {f['entry']}")
+def lint(r: LintReport) -> str:
+    """``kb lint``: one line per finding (file:line, code, severity, path, message), its fix and its entry."""
+    lb = L(r.lang)
+    out = [lb["lint_head"].format(name=r.file, kind=r.config_kind, fmt=r.config_format, n=len(r.findings))]
+    for f in r.findings:
+        loc = f"{r.file}:{f.line}" if f.line else r.file
+        out.append(f"{loc}: {f.code} {f.severity} {f.path}: {f.message}")
+        if f.suggestion:
+            out.append(f"    {lb['fix']}: {f.suggestion}")
+        if f.entry:
+            out.append(f"    {lb['see']}: kb show {f.entry}")
     return _lines(*out)
 
 
-def factcheck(name: str, names: list[dict[str, Any]], note: str | None = None, lang: str = "en") -> str:
-    from collections import Counter
-
-    from kb.present.labels import L
-
-    lb = L(lang)
-    out = [f"note: {note}"] if note else []
-    out += [f"{name}:{n['line']}: {n['verdict']:16} {n['message']}" for n in names]
-    if not names:
-        out.append(f"{name}: {lb['fc_none']}")
+def factcheck(r: FactcheckReport) -> str:
+    """``kb factcheck``: one line per name (file:line, verdict, message), then the count by verdict."""
+    lb = L(r.lang)
+    out = [f"{lb['note']}: {lb['fc_truncated'].format(n=r.truncated_at)}"] if r.truncated_at else []
+    out += [f"{r.file}:{n.line}: {n.verdict:16} {n.message}" for n in r.names]
+    if not r.names:
+        out.append(f"{r.file}: {lb['fc_none']}")
         return _lines(*out)
-    counts = Counter(n["verdict"] for n in names)
-    from kb.registry.factcheck import VERDICTS as order
-
-    sep = "，" if lang == "zh" else ", "
-    parts = sep.join(f"{counts[v]} {lb['verdict.' + v]}" for v in order if counts[v])
-    out.append(f"{name}: {lb['fc_summary'].format(n=len(names), counts=parts)}")
-    if counts["unverified"]:
-        out.append(f"{name}: {lb['fc_unverified_note']}")
+    sep = "，" if r.lang == "zh" else ", "
+    parts = sep.join(f"{r.counts[v]} {lb['verdict.' + v]}" for v in VERDICTS if r.counts.get(v))
+    out.append(f"{r.file}: {lb['fc_summary'].format(n=len(r.names), counts=parts)}")
+    if r.counts.get("unverified"):
+        out.append(f"{r.file}: {lb['fc_unverified_note']}")
     return _lines(*out)
 
 
 # ---------------------------------------------------------------- kb mem
 
 
-def memory(e: dict[str, Any], explain: bool = False) -> str:
+def memory(r: MemReport, explain: bool = False) -> str:
     """``kb mem``: the terms alive at the peak phase, the phase totals, the verdicts, DeepSpeed's estimator for
-    reference, notes and the cheapest changes. ``explain``: every term of every phase with its formula and source."""
-    s = e["setup"]
-    what = s["shape"] or f"{e['params'] / 1e9:.2f}B params"
-    mode = f"ZeRO-{s['stage']}, offload {s['offload']}"
-    if s["lora_rank"] or s["qlora"]:
-        mode = f"LoRA r={s['lora_rank'] or 16}" + (" (QLoRA)" if s["qlora"] else "") + f", {mode}"
+    reference, notes and the cheapest changes. ``explain``: every term with its formula, source and phases."""
+    lb = L(r.lang)
+    v = {x.name: x for x in r.setup}
+    val = {k: x.value for k, x in v.items()}
+    phase = {p.phase: p.label for p in r.phases}
+    peak = phase.get(r.peak_phase, r.peak_phase) or "-"
+    mode = lb["mem_mode"].format(stage=val["stage"], offload=val["offload"])
+    if val["lora_rank"] or val["qlora"]:
+        q = lb["mem_qlora"] if val["qlora"] else ""
+        mode = lb["mem_lora"].format(rank=val["lora_rank"] or 16, qlora=q, mode=mode)
     out = [
-        f"{what}: {e['params']:,} parameters ({e['trainable_params']:,} trainable), {mode}, "
-        f"{s['gpus']} GPU(s) x {s['nodes']} node(s), {s['precision']}, seq {s['seq']}, micro-batch "
-        f"{s['micro_batch']}, activation checkpointing {'on' if s['activation_checkpointing'] else 'off'}, "
-        f"optimizer {s.get('optimizer', 'torch')}" + (", expandable_segments" if s.get("expandable_segments") else ""),
-    ]
-    terms = e.get("terms") or []
-    if explain:
-        out.append("Per GPU, every term (bytes = formula; source) and the phases it is alive in")
-        for t in terms:
-            out.append(f"  {t['gib']:9.2f} GiB  {t['label']}  [{', '.join(t['phases'])}]")
-            out.append(f"               = {t['formula']}")
-            out.append(f"               source: {t['source']}")
-    else:
-        out.append(f"Per GPU, at the peak ({e.get('peak_phase') or '-'})")
-        out += [f"  {v:9.2f} GiB  {k}" for k, v in e["gpu"].items()]
-    if e.get("phases"):
-        out.append("  by phase: " + ", ".join(f"{p['phase']} {p['gib']:.2f}" for p in e["phases"]))
-    out.append(
-        f"  {e['gpu_total_gib']:9.2f} GiB  estimated peak allocated (torch.cuda.max_memory_allocated), in "
-        f"{e.get('peak_phase') or '-'}"
-    )
-    verdict = {"fits": "fits", "tight": "TIGHT (fits by allocation only)", "does not fit": "DOES NOT FIT"}[
-        e.get("gpu_verdict") or ("fits" if e["fits_gpu"] else "does not fit")
-    ]
-    out.append(
-        f"  {e['gpu_needed_gib']:9.2f} GiB  with 1 GiB CUDA context, vs {s['gpu_mem_gib']:g} GiB: {verdict}; "
-        f"expected peak reserved ~{e.get('reserved_gib', 0):.1f} GiB"
-    )
-    if e["host"]:
-        out.append("Per node (host RAM)")
-        if explain:
-            for t in e.get("host_terms") or []:
-                out.append(f"  {t['gib']:9.2f} GiB  {t['label']}")
-                out.append(f"               = {t['formula']}")
-                out.append(f"               source: {t['source']}")
-        else:
-            out += [f"  {v:9.2f} GiB  {k}" for k, v in e["host"].items()]
-        hv = ""
-        if s["cpu_mem_gib"] is not None:
-            hv = f" vs {s['cpu_mem_gib']:g} GiB: " + {
-                "fits": "fits",
-                "tight": "TIGHT",
-                "does not fit": "DOES NOT FIT",
-            }.get(e["host_verdict"], e["host_verdict"])
-        out.append(f"  {e['host_total_gib']:9.2f} GiB  total{hv}")
-    d = e.get("deepspeed_estimator")
-    if d:
-        out.append(
-            f"DeepSpeed's estimator says: {d['gpu_gib']:.2f} GiB per GPU, {d['cpu_gib']:.2f} GiB per node "
-            f"({d['function']}: model states only, with its 1.5x host buffer; it prints GiB labelled GB)"
+        lb["mem_head"].format(
+            what=r.shape or lb["mem_count"].format(b=r.params / 1e9),
+            params=r.params,
+            trainable=r.trainable_params,
+            mode=mode,
+            gpus=val["gpus"],
+            nodes=val["nodes"],
+            precision=val["precision"],
+            seq=val["seq"],
+            mb=val["micro_batch"],
+            ckpt=v["activation_checkpointing"].text,
+            optimizer=val["optimizer"],
+            expandable=lb["mem_expandable"] if val["expandable_segments"] else "",
         )
-    out += [f"note: {n}" for n in e["notes"]]
-    if e["changes"]:
-        out.append("Cheapest changes that make it fit")
+    ]
+    if explain:
+        out.append(lb["mem_every_term"])
+        for t in r.terms:
+            out.append(f"  {t.gib:9.2f} GiB  {t.label}  [{', '.join(phase.get(p, p) for p in t.phases)}]")
+            out += _explained(t, lb)
+    else:
+        out.append(lb["mem_at_peak"].format(phase=peak))
+        out += [f"  {t.gib:9.2f} GiB  {t.label}" for t in r.gpu]
+    if r.phases:
+        out.append(f"  {lb['phases']}: " + ", ".join(f"{p.label} {p.gib:.2f}" for p in r.phases))
+    out.append(f"  {r.gpu_total_gib:9.2f} GiB  " + lb["mem_peak"].format(phase=peak))
+    verdict = {"fits": lb["mem_v_fits"], "tight": lb["mem_v_tight"], "does not fit": lb["mem_v_no"]}[
+        r.gpu_verdict or ("fits" if r.fits_gpu else "does not fit")
+    ]
+    out.append(
+        f"  {r.gpu_needed_gib:9.2f} GiB  "
+        + lb["mem_needed"].format(card=r.gpu_mem_gib, verdict=verdict, reserved=r.reserved_gib)
+    )
+    if r.host:
+        out.append(lb["mem_host"])
+        for t in r.host:
+            out.append(f"  {t.gib:9.2f} GiB  {t.label}")
+            if explain:
+                out += _explained(t, lb)
+        hv = ""
+        if val["cpu_mem"] is not None:
+            word = {"fits": lb["mem_v_fits"], "tight": lb["mem_h_tight"], "does not fit": lb["mem_v_no"]}
+            hv = lb["mem_host_vs"].format(card=val["cpu_mem"], verdict=word.get(r.host_verdict, r.host_verdict))
+        out.append(f"  {r.host_total_gib:9.2f} GiB  {lb['mem_total']}{hv}")
+    d = r.deepspeed_estimator
+    if d:
+        out.append(lb["mem_ds"].format(gpu=d.gpu_gib, cpu=d.cpu_gib, function=d.function))
+    out += [f"{lb['note']}: {n}" for n in r.notes]
+    if r.changes:
+        out.append(lb["mem_changes"])
         out += [
-            f"  {i}. {c['change']}: {c['gpu_needed_gib']:.1f} GiB per GPU, host {c['host_total_gib']:.1f} GiB ({c['cost']})"
-            for i, c in enumerate(e["changes"], 1)
+            f"  {i}. "
+            + lb["mem_change"].format(change=c.change, gpu=c.gpu_needed_gib, host=c.host_total_gib, cost=c.cost)
+            for i, c in enumerate(r.changes, 1)
         ]
     if not explain:
-        out.append("(kb mem --explain: every term with its formula and source)")
+        out.append(lb["mem_explain"])
     return _lines(*out)
+
+
+def _explained(t: MemoryTerm, lb: dict[str, str]) -> list[str]:
+    return [f"               = {t.formula}", f"               {lb['mem_source']}: {t.source}"]
 
 
 # ---------------------------------------------------------------- kb eval / kb stats / kb build / kb check
@@ -201,9 +206,11 @@ def build_started(reason: str) -> str:
     }.get(reason, f"building the index ({reason}) ...")
 
 
-def check(n_files: int, problems: list[str]) -> str:
+def check(n_files: int, problems: list[str], info: list[str] | tuple[str, ...] = ()) -> str:
+    """`kb check`: each problem, info lines (the code sources CHK008 could not check, one line per reason: not
+    problems), and the count."""
     status = "ok" if not problems else f"{len(problems)} problem(s)"
-    return _lines(*problems, f"checked {n_files} entries: {status}")
+    return _lines(*problems, *info, f"checked {n_files} entries: {status}")
 
 
 def check_fix(proposals: list[dict[str, Any]], written: bool = False) -> str:
@@ -347,19 +354,19 @@ def missing_tokens(platform: str, names: list[str]) -> str:
     return f"cannot start the {platform} bot: set {' and '.join(names)} in the environment (see docs/{platform}.md)"
 
 
-def gaps(rep: dict[str, Any]) -> str:
-    if not rep["groups"]:
-        return _lines("no unanswered, low-score or down-voted questions" + (" in that period" if rep["since"] else ""))
-    out = [f"{rep['questions']} question(s) in {len(rep['groups'])} group(s)"]
-    for i, g in enumerate(rep["groups"], 1):
-        why = ", ".join(f"{k} {v}" for k, v in g["why"].items())
-        out.append(f"{i}. {g['count']} question(s) ({why})")
+def gaps(r: GapsReport) -> str:
+    if not r.groups:
+        return _lines("no unanswered, low-score or down-voted questions" + (" in that period" if r.since else ""))
+    out = [f"{r.questions} question(s) in {len(r.groups)} group(s)"]
+    for i, g in enumerate(r.groups, 1):
+        why = ", ".join(f"{k} {v}" for k, v in g.why.items())
+        out.append(f"{i}. {g.count} question(s) ({why})")
         for lang in ("en", "zh"):
-            out += [f"     {lang}: {q}" for q in g["examples"].get(lang, [])]
-        if g["closest_entries"]:
-            out.append(f"     closest entries: {', '.join(g['closest_entries'])}")
-        if g["downvote_reasons"]:
-            out.append("     down-vote reasons: " + ", ".join(f"{k} {v}" for k, v in g["downvote_reasons"].items()))
+            out += [f"     {lang}: {q}" for q in g.examples.get(lang, [])]
+        if g.closest_entries:
+            out.append(f"     closest entries: {', '.join(g.closest_entries)}")
+        if g.downvote_reasons:
+            out.append("     down-vote reasons: " + ", ".join(f"{k} {v}" for k, v in g.downvote_reasons.items()))
     return _lines(*out)
 
 

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kb.ask.text import identifier_spans, is_camel_api, is_not_a_name, looks_like_param, url_spans
-from kb.registry.store import CONFIG_KINDS, Registry
+from kb.registry.store import CONFIG_KINDS, Record, Registry
 
 MAX_TEXT_CHARS = 200_000
 MAX_CALLS = 500  # TrainingArguments(...) / LoraConfig(...) calls read per text
@@ -486,7 +486,7 @@ def judge(
     )
 
 
-def _unrecorded(name: str, rec: dict[str, Any], lang: str) -> NameVerdict:
+def _unrecorded(name: str, rec: Record, lang: str) -> NameVerdict:
     """A key recorded from a later release, under a section the judged release did not validate
     (kb.registry.store: ``unrecorded_in``): neither confirmed nor called absent there."""
     pkg, rel, since = rec["package"], rec["unrecorded_in"], rec["releases"][0]
@@ -504,7 +504,7 @@ def _unrecorded(name: str, rec: dict[str, Any], lang: str) -> NameVerdict:
     return NameVerdict(name, "unverified", rec["id"], [], 0, message, rec["kind"], reason=reason)
 
 
-def _other_release(rec: dict[str, Any], registry: Registry) -> bool:
+def _other_release(rec: Record, registry: Registry) -> bool:
     """The record is shown from another recorded release than the one judged (format-2 registry)."""
     if rec.get("status") == "absent":
         return True

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kb import contract as C
 from kb.i18n import t
-from kb.registry.store import Registry, _vkey
+from kb.registry.store import Registry
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,12 @@ class UserVersion:
 
     @property
     def exact(self) -> bool:
-        return self.release is not None and _vkey(self.release)[: len(_vkey(self.version))] == _vkey(self.version)
+        """The recorded release is the user's version itself (or, for "4.46", one of its series)."""
+        if self.release is None:
+            return False
+        from kb.registry.versions import same_release
+
+        return same_release(self.version, self.release)
 
 
 def pins(registry: Registry, versions: dict[str, tuple[str, str]]) -> list[UserVersion]:
@@ -39,14 +44,25 @@ def view_for(registry: Registry, ps: list[UserVersion]) -> Registry:
     return registry.at({p.package: p.version for p in ps if p.release})
 
 
+def judge_versions(
+    registry: Registry, versions: dict[str, tuple[str, str]], lang: str
+) -> tuple[list[UserVersion], Registry, list[C.Note]]:
+    """The user's versions (``{package: (version, source)}``) judged: their pins, the registry as those releases
+    have it (``view_for``), and the notes on how each was judged (``version_notes``)."""
+    ps = pins(registry, versions)
+    return ps, view_for(registry, ps), version_notes(registry, ps, lang)
+
+
 def version_notes(registry: Registry, ps: list[UserVersion], lang: str) -> list[C.Note]:
     """Notes on how each user version was judged (nearest release, newer than recorded)."""
+    from kb.registry.versions import version_key
+
     out: list[C.Note] = []
     for p in ps:
         if p.release is None or p.exact:
             continue
         newest = registry.releases[p.package][-1]
-        if _vkey(p.version) > _vkey(newest):
+        if version_key(p.version) > version_key(newest):
             msg = t(lang, "ver.newer_than_recorded", pkg=p.package, version=p.version, release=newest)
         else:
             msg = t(lang, "ver.judged_by", pkg=p.package, version=p.version, release=p.release)

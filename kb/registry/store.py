@@ -7,20 +7,107 @@ Lookup answers one question: is this name real, and where does it live?
 'misplaced'
 """
 
-from __future__ import annotations
-
 import json
-import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from kb.paths import registry_dir
 
 CONFIG_KINDS = ("config_key", "config_section", "yaml_key")
 SITE_KINDS = ("raise_site", "warn_site")
+KINDS = (  # every record kind the builders write (indexer/registry_build.py, registry_sites.py, registry_frontends.py)
+    *CONFIG_KINDS,
+    "field",
+    "kwarg",
+    "function",
+    "class",
+    "method",
+    "env",
+    "script",
+    "cli_flag",
+    "auto_fill",
+    "mapping",
+    *SITE_KINDS,
+)
+
+
+# (this module has no `from __future__ import annotations`: Record's NotRequired fields must be seen at run time,
+# in Record.__optional_keys__)
+class Record(TypedDict):
+    """One registry record as a view shows it (a line of data/registry/<package>.jsonl, format 2, with the
+    values of the release the view shows; docs/registry.md). A TypedDict: a record is a plain dict, read as
+    ``r["id"]`` / ``r.get("default")``. The fields after ``renamed_from`` belong to some kinds only, or are
+    added by a view for a release that lacks the name."""
+
+    id: str  # "<package>:<path>" (scripts "deepspeed:bin/ds_report", sites "...:site.<...>", mappings "...:map/...")
+    kind: str  # one of KINDS
+    name: str  # the leaf a user writes ("stage", "--num_gpus", "TrainingArguments")
+    path: str  # dotted, under its canonical parent ("zero_optimization.stage")
+    package: str
+    version: str  # the release these values are from
+    type: str  # as the package annotates it ("int", "Optional[str]"; a site: the exception or "warning")
+    default: str | None  # the default as JSON text ("5e8", "false", "null"), None when it has none
+    aliases: list[str]
+    choices: list[Any] | None  # allowed values (enum / Literal fields)
+    constraints: dict[str, float] | None  # numeric bounds: {"gt": 0}, {"ge": 0}
+    deprecated: bool
+    replacement: str | None  # what a deprecated name maps to
+    noop: bool  # deprecated and does nothing
+    status: str  # "active" or "removed" (the package raises for it); a view adds "absent"
+    validated: bool  # a pydantic model validates the value (type and constraints enforced)
+    forbids_unknown: bool | None  # a section whose model rejects unknown keys (pydantic extra="forbid")
+    doc: str | None
+    source_file: str  # relative to site-packages ("deepspeed/runtime/zero/config.py")
+    source_line: int
+    releases: list[str]  # the recorded releases that have the name, oldest first
+    history: dict[str, dict[str, Any]]  # release -> the fields whose value differs there from this record
+    renamed_to: str | None  # the id this name was renamed to
+    renamed_from: list[str]  # the ids renamed to this one
+    # cli_flag: how the launcher's argparse parser reads it
+    nargs: NotRequired[int | None]
+    allow_abbrev: NotRequired[bool]
+    # raise_site / warn_site (indexer/registry_sites.py)
+    function: NotRequired[str]  # the qualified name of the function that raises or warns
+    reads: NotRequired[list[list[str]]]  # the attribute chains the condition reads
+    trigger: NotRequired[str]  # its class (SITE_CLASSES): config, runtime, ...
+    trigger_reason: NotRequired[str]
+    # mapping: a front end's name for a DeepSpeed key (indexer/registry_frontends.py)
+    front_end: NotRequired[str]
+    front_name: NotRequired[str]
+    front_id: NotRequired[str | None]  # the record of the front end's own name (a flag, a field)
+    owner: NotRequired[str | None]
+    fill: NotRequired[str]  # direct, file, ...
+    transform: NotRequired[dict[str, Any] | None]
+    must_match: NotRequired[bool | str | None]
+    conflict: NotRequired[dict[str, Any] | None]
+    auto_fill: NotRequired[str | None]
+    requires: NotRequired[dict[str, Any] | None]
+    chain: NotRequired[list[list[Any]]]  # [file, line, step] from the front end's name to the DeepSpeed key
+    # added by a view (Registry.at) for a release that lacks the name
+    absent: NotRequired[Literal["added", "removed"]]  # status "absent": added after, or removed before, it
+    since: NotRequired[str]  # status "absent": the first recorded release that has it
+    until: NotRequired[str]  # status "absent" or "removed": the last recorded release that has it
+    unrecorded_in: NotRequired[str]  # recorded from a later release; not provably missing from this one
+
+
+class Spelling(TypedDict):
+    """One name a setting had (``Registry.spellings``): the record's id, name and path, and its releases."""
+
+    id: str
+    name: str
+    path: str
+    since: str
+    until: str
+    package: str
+
+
+class RegistryError(ValueError):
+    """A registry file that cannot be read; the message names the file and line, and the command that fixes it."""
+
 
 Status = Literal[
     "exact",  # the name (or id / path) is real, exactly as written
@@ -38,8 +125,8 @@ Status = Literal[
 class Lookup:
     query: str
     status: Status
-    record: dict[str, Any] | None = None
-    candidates: list[dict[str, Any]] = field(default_factory=list)
+    record: Record | None = None
+    candidates: list[Record] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
 
     @property
@@ -65,24 +152,31 @@ class Registry:
     ``until``) so a check can say "not in your version" instead of "does not exist".
     """
 
-    def __init__(self, records: list[dict[str, Any]], pins: dict[str, str] | None = None):
-        self._all = _merged(records)
+    def __init__(self, records: Iterable[Mapping[str, Any]], pins: dict[str, str] | None = None):
+        from kb.registry.versions import version_key  # packaging: imported with the first registry, not this module
+
+        self._all = _merged(list(records))
         self._by_base_id_all = {r["id"]: r for r in self._all}
         releases: dict[str, set[str]] = defaultdict(set)
         for r in self._all:
             releases[r["package"]].update(r["releases"])
-        self.releases = {p: sorted(v, key=_vkey) for p, v in sorted(releases.items())}
+        self.releases = {p: sorted(v, key=version_key) for p, v in sorted(releases.items())}
+        # release -> its place among the package's releases, oldest first: every order below is this one
+        self._order = {p: {rel: i for i, rel in enumerate(v)} for p, v in self.releases.items()}
         self.pins = dict(pins or {})  # package -> the recorded release this view shows
+        unknown = sorted(f"{p} {v}" for p, v in self.pins.items() if v not in self._order.get(p, {}))
+        if unknown:
+            raise ValueError(f"a view pins releases the registry does not record: {', '.join(unknown)}")
         self.versions = {p: self.pins.get(p, v[-1]) for p, v in self.releases.items()}
         self.newest = {p: v[-1] for p, v in self.releases.items()}
         self.records = [v for v in (self._view(r) for r in self._all) if v is not None]
         self.by_id = {r["id"]: r for r in self.records}
         self._by_base_id = {r["id"]: r for r in self._all}
-        self.by_path: dict[str, list[dict]] = defaultdict(list)
-        self.by_name: dict[str, list[dict]] = defaultdict(list)
-        self.auto_fill: dict[str, list[dict]] = defaultdict(list)  # DS key -> integrations that fill "auto"
-        self.sites: list[dict] = []  # raise / warn sites on the config paths (indexer/registry_sites.py)
-        self.mappings: dict[str, list[dict]] = defaultdict(list)  # DS path -> front-end names (registry_frontends)
+        self.by_path: dict[str, list[Record]] = defaultdict(list)
+        self.by_name: dict[str, list[Record]] = defaultdict(list)
+        self.auto_fill: dict[str, list[Record]] = defaultdict(list)  # DS key -> integrations that fill "auto"
+        self.sites: list[Record] = []  # raise / warn sites on the config paths (indexer/registry_sites.py)
+        self.mappings: dict[str, list[Record]] = defaultdict(list)  # DS path -> front-end names (registry_frontends)
         for r in self.records:
             if r["kind"] == "mapping":
                 if r["status"] != "absent":
@@ -103,7 +197,7 @@ class Registry:
                 if r["kind"] in CONFIG_KINDS:
                     self.by_path[r["path"].rsplit(".", 1)[0] + "." + a if "." in r["path"] else a].append(r)
 
-    def _view(self, r: dict[str, Any]) -> dict[str, Any] | None:
+    def _view(self, r: Record) -> Record | None:
         """The record as this view shows it (its release's values), or None when it is not shown."""
         pkg = r["package"]
         rel = self.pins.get(pkg)
@@ -112,26 +206,30 @@ class Registry:
                 return r
             return {**r, "status": "removed", "until": r["releases"][-1]}
         if rel in r["releases"]:
-            return {**r, **r.get("history", {}).get(rel, {}), "version": rel}
+            return at_release(r, rel)
         first, last = r["releases"][0], r["releases"][-1]
-        absent = "added" if _vkey(first) > _vkey(rel) else "removed"
+        absent: Literal["added", "removed"] = "added" if self._older(rel, first, pkg) else "removed"
         if absent == "added" and self._unprovable(r, rel):
             # a key under a section that release did not validate (no pydantic model): the builder saw
             # only the keys DeepSpeed read on its probes, so absence there is not evidence; say nothing
-            return {**r, **r.get("history", {}).get(first, {}), "version": first, "unrecorded_in": rel}
+            return {**at_release(r, first), "unrecorded_in": rel}
         return {**r, "status": "absent", "absent": absent, "since": first, "until": last}
 
-    def _unprovable(self, r: dict[str, Any], rel: str) -> bool:
+    def _older(self, a: str, b: str, package: str) -> bool:
+        """Does recorded release ``a`` of ``package`` come before ``b`` (kb.registry.versions.version_key's order)?"""
+        order = self._order[package]
+        return order[a] < order[b]
+
+    def _unprovable(self, r: Record, rel: str) -> bool:
         """Is ``r``'s absence from release ``rel`` unproven (its section there is not a validated model)?"""
         if r["kind"] not in CONFIG_KINDS or "." not in r["path"]:
             return False
         parent = self._by_base_id_all.get(f"{r['package']}:{r['path'].rsplit('.', 1)[0]}")
         if parent is None or rel not in parent["releases"]:
             return False  # the section itself is new: its keys are new with it
-        at = {**parent, **parent.get("history", {}).get(rel, {})}
-        return not at.get("validated")
+        return not at_release(parent, rel).get("validated")
 
-    def at(self, versions: dict[str, str] | None) -> Registry:
+    def at(self, versions: dict[str, str] | None) -> "Registry":
         """The view for the user's releases: ``{"transformers": "4.46.3"}``; other packages stay newest.
 
         Each user version maps to the nearest recorded release at or below it (the oldest recorded
@@ -151,7 +249,7 @@ class Registry:
                 cache.pop(next(iter(cache)))
         return cache[key]
 
-    def _default_view(self) -> Registry:
+    def _default_view(self) -> "Registry":
         return getattr(self, "_default", None) or self
 
     def release_for(self, package: str, version: str) -> str | None:
@@ -168,32 +266,37 @@ class Registry:
             return None
 
     @classmethod
-    def load(cls, root: Path | None = None) -> Registry:
+    def load(cls, root: Path | None = None) -> "Registry":
         root = root or registry_dir()
         records: list[dict[str, Any]] = []
+        where: list[tuple[Path, int]] = []  # file and line of each record, for the errors
         for p in sorted(root.glob("*.jsonl")):
             with p.open(encoding="utf-8") as f:
-                records.extend(json.loads(line) for line in f if line.strip())
+                for n, line in enumerate(f, 1):
+                    if line.strip():
+                        records.append(_read_line(line, p, n))
+                        where.append((p, n))
         if not records:
             raise FileNotFoundError(f"no registry records under {root}; run `kb registry build`")
+        _check_versions(records, where)
         return cls(records)
 
     # ------------------------------------------------------------ queries
 
-    def get(self, rid: str, version: str | None = None) -> dict[str, Any] | None:
+    def get(self, rid: str, version: str | None = None) -> Record | None:
         """Record by canonical id as this view shows it (or as release ``version`` has it)."""
         if version is None:
             return self.by_id.get(rid)
         return next((r for r in self.history(rid) if r["version"] == version), None)
 
-    def history(self, rid: str) -> list[dict[str, Any]]:
+    def history(self, rid: str) -> list[Record]:
         """The record in every recorded release that has it, oldest first (each with that release's values)."""
         r = self._by_base_id.get(rid)
         if r is None:
             return []
-        return [{**r, **r.get("history", {}).get(rel, {}), "version": rel} for rel in r["releases"]]
+        return [at_release(r, rel) for rel in r["releases"]]
 
-    def timeline(self, rid: str) -> list[tuple[str, dict[str, Any] | None]]:
+    def timeline(self, rid: str) -> list[tuple[str, Record | None]]:
         """(release, record or None) for every recorded release of the record's package, oldest first."""
         r = self._by_base_id.get(rid)
         if r is None:
@@ -201,7 +304,7 @@ class Registry:
         have = {h["version"]: h for h in self.history(rid)}
         return [(rel, have.get(rel)) for rel in self.releases[r["package"]]]
 
-    def spellings(self, rid: str) -> list[dict[str, Any]]:
+    def spellings(self, rid: str) -> list[Spelling]:
         """The names one setting had across releases (itself and its renames), each with since / until."""
         seen: list[str] = []
         todo = [rid]
@@ -212,7 +315,7 @@ class Registry:
                 continue
             seen.append(cur)
             todo += [x for x in [r.get("renamed_to"), *(r.get("renamed_from") or [])] if x]
-        out = []
+        out: list[Spelling] = []
         for cur in seen:
             r = self._by_base_id[cur]
             out.append(
@@ -225,9 +328,9 @@ class Registry:
                     "package": r["package"],
                 }
             )
-        return sorted(out, key=lambda d: _vkey(d["since"]))
+        return sorted(out, key=lambda d: (d["package"], self._order[d["package"]][d["since"]]))
 
-    def spelled(self, rid: str) -> dict[str, Any] | None:
+    def spelled(self, rid: str) -> Record | None:
         """The spelling of a setting that this view's release has (``rid`` itself or a rename), or None."""
         rec = self.by_id.get(rid)
         if rec is not None and rec["status"] != "absent":
@@ -302,7 +405,7 @@ class Registry:
             return self._api(q, same_leaf)
         return self._unknown(q, path)
 
-    def _api(self, q: str, recs: list[dict[str, Any]]) -> Lookup:
+    def _api(self, q: str, recs: list[Record]) -> Lookup:
         """A real name that is not a config key; one only other releases have says so (removed / absent)."""
         rec = _prefer_api(recs)
         if rec["status"] in ("removed", "absent"):
@@ -311,7 +414,7 @@ class Registry:
             return lk
         return Lookup(q, "not-a-config-key", rec, recs)
 
-    def _status(self, q: str, rec: dict[str, Any]) -> Lookup:
+    def _status(self, q: str, rec: Record) -> Lookup:
         if rec["status"] == "absent":
             return Lookup(q, "absent", rec)
         if rec["status"] == "removed":
@@ -362,6 +465,47 @@ class Registry:
         return sorted(r["path"] for r in self.records if r["package"] == package and r["kind"] in CONFIG_KINDS)
 
 
+REBUILD = "rebuild the registry with `kb registry build`"
+
+
+def _read_line(line: str, path: Path, n: int) -> dict[str, Any]:
+    """One record of a registry file; RegistryError naming the file, line and key when it cannot be read."""
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise RegistryError(f"{path}:{n}: not JSON ({e.msg}); {REBUILD}") from None
+    if not isinstance(rec, dict):
+        raise RegistryError(f"{path}:{n}: a record must be a JSON object; {REBUILD}")
+    for key in ("id", "package", "version"):
+        if not isinstance(rec.get(key), str):
+            raise RegistryError(f"{path}:{n}: {key!r} is missing or not a string; {REBUILD}")
+    return rec
+
+
+def _check_versions(records: list[dict[str, Any]], where: list[tuple[Path, int]]) -> None:
+    """Every ``version`` and ``releases`` entry is a version packaging reads (each distinct text is parsed once);
+    RegistryError naming the file and line of the first record that has one that is not."""
+    from kb.registry.versions import version_key
+
+    first: dict[str, tuple[int, str]] = {}  # version text -> (the first record that has it, its field)
+    for i, rec in enumerate(records):
+        releases = rec.get("releases", [])
+        if not isinstance(releases, list) or not all(isinstance(v, str) for v in releases):
+            path, n = where[i]
+            raise RegistryError(f"{path}:{n}: {rec['id']}: 'releases' must be a list of versions; {REBUILD}")
+        for key, vs in (("version", [rec["version"]]), ("releases", releases)):
+            for v in vs:
+                first.setdefault(v, (i, key))
+    for v, (i, key) in first.items():
+        try:
+            version_key(v)
+        except ValueError:  # packaging's InvalidVersion
+            path, n = where[i]
+            raise RegistryError(
+                f"{path}:{n}: {records[i]['id']}: {key} {v!r} is not a version packaging can read (PEP 440); {REBUILD}"
+            ) from None
+
+
 HISTORY_FIELDS = (
     "type",
     "default",
@@ -380,25 +524,31 @@ HISTORY_FIELDS = (
 )
 
 
-def _merged(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def at_release(r: Record, release: str) -> Record:
+    """Record ``r`` as release ``release`` has it: its ``history`` entry for that release applied."""
+    return cast(Record, {**r, **r.get("history", {}).get(release, {}), "version": release})
+
+
+def _merged(records: list[Mapping[str, Any]]) -> list[Record]:
     """Format-2 records (one per id, ``releases`` + ``history``); format-1 records (one per id and
     version, as tests and older files have them) are merged the same way: newest release is the base."""
+    from kb.registry.versions import version_key
 
-    def fmt2(r: dict[str, Any]) -> bool:  # a record copied and re-versioned by hand counts as format 1
+    def fmt2(r: Mapping[str, Any]) -> bool:  # a record copied and re-versioned by hand counts as format 1
         return "releases" in r and r.get("version") in r["releases"]
 
     if all(fmt2(r) for r in records):
-        return records
+        return cast(list[Record], records)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     out = []
     for r in records:
         if fmt2(r):  # mixed input: expand to one record per release, then merge all alike
             for rel in r["releases"]:
-                groups[r["id"]].append({**r, **r.get("history", {}).get(rel, {}), "version": rel})
+                groups[r["id"]].append(dict(at_release(cast(Record, r), rel)))
         else:
-            groups[r["id"]].append(r)
+            groups[r["id"]].append(dict(r))
     for recs in groups.values():
-        recs = sorted(recs, key=lambda r: _vkey(r["version"]))
+        recs = sorted(recs, key=lambda r: version_key(r["version"]))
         base = {k: v for k, v in recs[-1].items() if k not in ("releases", "history")}
         hist = {}
         for r in recs[:-1]:
@@ -408,11 +558,11 @@ def _merged(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         base.update(releases=[r["version"] for r in recs], history=hist)
         base.setdefault("renamed_to", None)
         base.setdefault("renamed_from", [])
-        out.append(base)
+        out.append(cast(Record, base))
     return sorted(out, key=lambda r: r["id"])
 
 
-def _prefer_config(recs: list[dict[str, Any]]) -> dict[str, Any]:
+def _prefer_config(recs: list[Record]) -> Record:
     order = {"config_key": 0, "config_section": 1, "yaml_key": 2, "field": 3, "kwarg": 4}
     return sorted(
         recs, key=lambda r: (_LIVE.get(r["status"], 0), order.get(r["kind"], 9), r["package"] != "deepspeed", r["id"])
@@ -423,16 +573,12 @@ _LIVE = {"removed": 1, "absent": 2}  # a name this release has wins over one tha
 PACKAGE_ORDER = {"deepspeed": 0, "transformers": 1, "accelerate": 2, "torch": 3, "peft": 4}
 
 
-def _prefer_api(recs: list[dict[str, Any]]) -> dict[str, Any]:
+def _prefer_api(recs: list[Record]) -> Record:
     order = {"function": 0, "class": 0, "method": 0, "field": 3, "kwarg": 4, "env": 5, "script": 6, "cli_flag": 7}
     return sorted(
         recs,
         key=lambda r: (_LIVE.get(r["status"], 0), order.get(r["kind"], 9), PACKAGE_ORDER.get(r["package"], 9), r["id"]),
     )[0]
-
-
-def _vkey(v: str) -> tuple:
-    return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[.+-]", v)[:4])
 
 
 _REGISTRY: Registry | None = None

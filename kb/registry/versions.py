@@ -119,7 +119,7 @@ class Pin:
     @property
     def partial(self) -> bool:
         """Fewer than three release numbers in a flag or prose ("4.46"): it means some 4.46.x."""
-        return self.source in ("flag", "query") and len(Version(self.public).release) < 3
+        return self.source in ("flag", "query") and len(version_key(self.public).release) < 3
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -213,12 +213,12 @@ def _rank(pin: Pin) -> tuple[int, int]:
 
 
 def _precision(pin: Pin) -> int:
-    return len(Version(pin.public).release)
+    return len(version_key(pin.public).release)
 
 
 def _compatible(a: str, b: str) -> bool:
     """Equal, or one is a prefix of the other's release ("4.46" and "4.46.3")."""
-    va, vb = Version(a), Version(b)
+    va, vb = version_key(a), version_key(b)
     if va == vb:
         return True
     ra, rb = va.release, vb.release
@@ -259,8 +259,24 @@ def _is_version(text: str) -> bool:
     return True
 
 
-def _public(version: str) -> Version:
-    return Version(version.split("+", 1)[0])
+@functools.lru_cache(maxsize=1024)
+def version_key(version: str) -> Version:
+    """The one reading of a version that kb.registry compares, sorts and matches by (the registry's releases,
+    the user's versions, the registry builders' releases): packaging's PEP 440 ``Version`` of the public part,
+    so "2.4.0+cu121" is 2.4.0, "4.47.0.dev0" comes before 4.47.0 and "0.9" before "0.14". Text packaging
+    cannot read raises ``InvalidVersion`` (a ValueError) naming it: no order is guessed for it."""
+    try:
+        return Version(version.split("+", 1)[0])
+    except InvalidVersion:
+        raise InvalidVersion(f"{version!r} is not a version (PEP 440, as the packaging library reads it)") from None
+
+
+def same_release(version: str, release: str) -> bool:
+    """``release`` is the one ``version`` names: the same version (local labels aside), or one of the series a
+    partial version names ("4.46" and "4.46.3"); "4.47.0.dev0" is not 4.47.0."""
+    v, r = version_key(version), version_key(release)
+    same_kind = (v.epoch, v.pre, v.post, v.dev) == (r.epoch, r.pre, r.post, r.dev)
+    return same_kind and r.release[: len(v.release)] == v.release
 
 
 # ---------------------------------------------------------------- the --versions flag
@@ -443,7 +459,7 @@ def _tool_output(lines: list[str], origin: str, used: set[int]) -> Iterator[Pin]
         elif m := _FREEZE.match(line):
             pins = _pins_for(m.group(1), m.group(2), "pip-freeze", line, i + 1, origin)
             # pip prints full versions of these packages: "accelerate==0.34" alone on a line was typed (prose)
-            if all(p.name in FACTS or len(_public(p.version).release) >= 3 for p in pins):
+            if all(p.name in FACTS or len(version_key(p.version).release) >= 3 for p in pins):
                 used.add(i)
                 yield from pins
         i += 1
@@ -604,7 +620,7 @@ def with_origin(versions: Versions, origin: str) -> Versions:
 
 
 def _series(version: str, partial: bool | None = None) -> tuple[Version, bool]:
-    v = _public(version)
+    v = version_key(version)
     if partial is None:
         partial = len(v.release) < 3
     return v, partial
@@ -640,7 +656,7 @@ def _series_points(v: Version, spec: SpecifierSet) -> list[Version]:
     for s in spec:
         ver = s.version.rstrip(".*")
         try:
-            sv = Version(ver)
+            sv = version_key(ver)
         except InvalidVersion:
             continue
         if sv.release[: len(head)] == head and len(sv.release) > len(head):
@@ -649,15 +665,10 @@ def _series_points(v: Version, spec: SpecifierSet) -> list[Version]:
     return [Version(f"{base}.{k}") for k in range(top + 2)]
 
 
-def sort_key(version: str) -> Version:
-    """Order versions by their public part."""
-    return _public(version)
-
-
 def pick_release(version: str | Pin, releases: Iterable[str]) -> str | None:
     """The recorded release a user's version maps to: the newest one at or below it (a partial version
     "4.46" counts as its newest 4.46.x); the oldest when the user's is older than all; None when there are none."""
-    rel = sorted(releases, key=sort_key)
+    rel = sorted(releases, key=version_key)
     if not rel:
         return None
     if isinstance(version, Pin):
@@ -666,7 +677,7 @@ def pick_release(version: str | Pin, releases: Iterable[str]) -> str | None:
         v, partial = _series(version)
     if partial:
         head = v.release
-        below = [r for r in rel if _public(r).release[: len(head)] <= head]
+        below = [r for r in rel if version_key(r).release[: len(head)] <= head]
     else:
-        below = [r for r in rel if _public(r) <= v]
+        below = [r for r in rel if version_key(r) <= v]
     return below[-1] if below else rel[0]

@@ -1,2 +1,3 @@
-"""Lint rules beyond kb/doctor/lint.py's core set, one module per concern; each module registers its rules
-with ``kb.doctor.lint.rule`` when imported (kb/doctor/lint.py imports them all at its end)."""
+"""The lint rules, one module per concern (core, frontends, types, sites); each imports only the engine
+(``kb.doctor.engine``) and registers its rules with ``kb.doctor.engine.rule`` when imported. The entry point
+``kb.doctor.lint`` imports them all."""

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.doctor.lint import Case, Ctx, rule
+from kb.doctor.engine import Case, Ctx, rule
+from kb.registry.store import Record
 
 # ---------------------------------------------------------------- launch lines: argparse, from the registry
 
@@ -38,7 +39,7 @@ CLI_PACKAGE = {
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 _CONVERT = {"int": int, "float": float}  # argparse type= callables whose failure we can reproduce exactly
 
-ORACLE = "tests/test_lint_frontends.py"  # proves this module's validity rules (kb.doctor.lint.Rule.oracle)
+ORACLE = "tests/test_lint_frontends.py"  # proves this module's validity rules (kb.doctor.engine.Rule.oracle)
 
 
 @dataclass
@@ -71,10 +72,10 @@ class Outcome:
 class Cli:
     """One launcher's argparse parser, rebuilt from its registry records."""
 
-    def __init__(self, command: str, records: list[dict[str, Any]], removed: list[dict[str, Any]] = ()):
+    def __init__(self, command: str, records: list[Record], removed: list[Record] = ()):
         self.command = command
         self.records = records
-        self.options: dict[str, dict[str, Any]] = {}
+        self.options: dict[str, Record] = {}
         for r in records:
             for o in [r["name"], *r["aliases"]]:
                 self.options.setdefault(o, r)
@@ -209,7 +210,7 @@ class Cli:
         return Outcome(problems, script, values, True, argv[rest:])
 
 
-def _bad_value(rec: dict[str, Any], value: str) -> str | None:
+def _bad_value(rec: Record, value: str) -> str | None:
     """argparse's type conversion, then its choices check (the message argparse prints, without the flag)."""
     conv = _CONVERT.get(rec.get("type") or "")
     v: Any = value
@@ -557,7 +558,7 @@ def llamafactory_keys(hparams: Path) -> set[str]:
     return out
 
 
-def _ta_record(reg: Any, key: str) -> dict[str, Any] | None:
+def _ta_record(reg: Any, key: str) -> Record | None:
     for prefix in TA_PREFIXES:
         rec = reg.get(prefix + key)
         if rec is not None:
@@ -694,7 +695,7 @@ def kb035(c: Ctx) -> None:
         )
 
 
-def _replacement(reg: Any, rec: dict[str, Any]) -> str | None:
+def _replacement(reg: Any, rec: Record) -> str | None:
     target = rec.get("renamed_to")
     if target:
         new = reg.get(target)
@@ -774,19 +775,16 @@ def kb037(c: Ctx) -> None:
         first = c.cfg.lines.get(path)
         at = f" (first on line {first})" if first and first != line else ""
         at_zh = f"（第一次出现在第 {first} 行）" if first and first != line else ""
-        c.out.append(
-            _finding(
-                c,
-                path,
-                line,
-                f"`{path}` is written twice{at}: DeepSpeed refuses the file when it reads it (ValueError: Duplicate "
-                "keys in DeepSpeed config); the HF Trainer and accelerate read it with json.load and keep the last "
-                "value without a word.",
-                "keep one of them",
-                f"`{path}` 写了两次{at_zh}：DeepSpeed 读这个文件时会直接报 ValueError（Duplicate keys in DeepSpeed "
-                "config）；HF Trainer 和 accelerate 用 json.load 读，会悄悄只保留最后一个值。",
-                "只保留一个",
-            )
+        c.add(
+            path,
+            f"`{path}` is written twice{at}: DeepSpeed refuses the file when it reads it (ValueError: Duplicate "
+            "keys in DeepSpeed config); the HF Trainer and accelerate read it with json.load and keep the last "
+            "value without a word.",
+            "keep one of them",
+            f"`{path}` 写了两次{at_zh}：DeepSpeed 读这个文件时会直接报 ValueError（Duplicate keys in DeepSpeed "
+            "config）；HF Trainer 和 accelerate 用 json.load 读，会悄悄只保留最后一个值。",
+            "只保留一个",
+            line=line,
         )
 
 
@@ -804,26 +802,15 @@ def kb037(c: Ctx) -> None:
 def kb038(c: Ctx) -> None:
     for path, line in c.cfg.duplicates:
         first = c.cfg.lines.get(path)
-        c.out.append(
-            _finding(
-                c,
-                path,
-                line,
-                f"`{path}` is written twice"
-                + (f" (first on line {first})" if first and first != line else "")
-                + ": the loader keeps the last value and drops the first without a word.",
-                "keep one of them",
-                f"`{path}` 写了两次"
-                + (f"（第一次出现在第 {first} 行）" if first and first != line else "")
-                + "：加载时只保留最后一个值，前面那个会被悄悄丢掉。",
-                "只保留一个",
-            )
+        c.add(
+            path,
+            f"`{path}` is written twice"
+            + (f" (first on line {first})" if first and first != line else "")
+            + ": the loader keeps the last value and drops the first without a word.",
+            "keep one of them",
+            f"`{path}` 写了两次"
+            + (f"（第一次出现在第 {first} 行）" if first and first != line else "")
+            + "：加载时只保留最后一个值，前面那个会被悄悄丢掉。",
+            "只保留一个",
+            line=line,
         )
-
-
-def _finding(c: Ctx, path: str, line: int | None, msg: str, sug: str, msg_zh: str, sug_zh: str):
-    """A finding at the repeat's own line (Ctx.add would give the key's first line)."""
-    from kb.doctor.lint import RULES, Finding
-
-    r = RULES[c.code]
-    return Finding(r.code, r.severity, path, line, msg, sug, r.entry, msg_zh, sug_zh)

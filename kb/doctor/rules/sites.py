@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb.doctor.configs import _int
-from kb.doctor.lint import Case, Ctx, _truthy, rule
+from kb.doctor.engine import Case, Ctx, rule, truthy
 from kb.memory.estimate import registry_default
 
 # the site each rule stands on -> where it was in the releases the registry was built from (the registry's
@@ -92,7 +92,7 @@ LAUNCH_MODES = ("multi_gpu", "cpu", "tpu", "use_deepspeed", "use_fsdp")
 # members REDUCE_ON_PLATEAU and GREEDY; the test re-reads their values)
 EVAL_SCHEDULERS = ("reduce_lr_on_plateau", "greedy")
 
-ORACLE = "tests/test_lint_oracle_sites.py"  # proves this module's validity rules (kb.doctor.lint.Rule.oracle)
+ORACLE = "tests/test_lint_oracle_sites.py"  # proves this module's validity rules (kb.doctor.engine.Rule.oracle)
 
 
 def cite(c: Ctx, sid: str) -> str:
@@ -431,7 +431,7 @@ def _strategy(v: Any) -> str:
     validity=True,
 )
 def kb056(c: Ctx) -> None:
-    if not _truthy(c.data.get("load_best_model_at_end")):
+    if not truthy(c.data.get("load_best_model_at_end")):
         return
     save, ev = _strategy(_ta(c, "save_strategy")), _strategy(_ta(c, "eval_strategy"))
     if save == "best":
@@ -523,7 +523,7 @@ def kb057(c: Ctx) -> None:
     validity=True,
 )
 def kb058(c: Ctx) -> None:
-    if _truthy(c.data.get("fp16_full_eval")) and _truthy(c.data.get("bf16_full_eval")):
+    if truthy(c.data.get("fp16_full_eval")) and truthy(c.data.get("bf16_full_eval")):
         sid = RULE_SITES["KB058"][0]
         c.add(
             "fp16_full_eval",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kb.doctor.lint import Case, Ctx, rule
+from kb.doctor.engine import Case, Ctx, rule
 
 # --------------------------------------------------------------- what the installed packages do (file:line)
 
@@ -116,7 +116,7 @@ ACC_AUTO = ("accelerate/utils/dataclasses.py", 1368)
 _NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
 _FALSE = ("false", "no", "off", "0", "f", "n")
 
-ORACLE = "tests/test_lint_oracle_types.py"  # proves this module's validity rules (kb.doctor.lint.Rule.oracle)
+ORACLE = "tests/test_lint_oracle_types.py"  # proves this module's validity rules (kb.doctor.engine.Rule.oracle)
 
 
 def quoted_number(v: Any) -> bool:

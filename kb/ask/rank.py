@@ -1,0 +1,317 @@
+"""Ranking: every change to an entry's score after retrieval, in one ordered list, then the decision.
+
+Retrieval (kb.ask.retrieve) measures the evidence for each candidate entry: dense similarity (calibrated per
+language), lexical coverage and BM25, a matching error signature, the names the question uses. Here that evidence
+becomes a score, and the score is adjusted, in this order (``ADJUSTMENTS``; docs/retrieval.md has a row for each,
+with what hit@1 / hit@3 and the off-topic declines do without it, from ``bench/ranking.py --ablate``):
+
+    score = W_DENSE * dense' + W_COVER * coverage + W_BM25 * bm25_rel                  (evidence)
+          + signature + named parameter + name in title + config finding + conditions + phase not run
+          then x no-anchor, x off-task (not for a matching signature)
+
+Then, once and last, on those calibrated scores (``select``): the gate (``ANSWER_THRESHOLD``: below it, no
+confident answer), the version mismatch (an entry whose ``applies_to`` excludes the user's versions is ordered as
+if its score were x ``VERSION_DEMOTE``, is marked, and keeps its calibrated score: it never turns an answer into
+"no confident answer"), entries explaining an error in the user's config first, and the relative keep (results
+far below the best are noise, not alternatives).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kb.ask.question import Question
+    from kb.ask.retrieve import Hit
+    from kb.doctor.configs import SetupFacts
+
+# evidence: the calibrated mix (docs/retrieval.md, "How the gate was set")
+W_DENSE, W_COVER, W_BM25 = 0.45, 0.35, 0.20
+SIGNATURE_BONUS = 0.25  # a pasted error matches one of the entry's signature regexes
+PARAM_BONUS = 0.12  # the question names a parameter the entry is about
+TITLE_NAME_BONUS = 0.08  # ... and more when the entry is about that name (it is in the title)
+FINDING_BOOST = {"error": 0.20, "warning": 0.10, "info": 0.0}  # kb lint found this in the user's config
+CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15  # the user's facts satisfy / contradict the entry's conditions
+NO_ANCHOR_FACTOR = 0.8  # the question names nothing of the field (no anchor term, no registry name)
+OFF_TASK_FACTOR = 0.8  # the question is about serving or installing and says nothing of training
+
+ANSWER_THRESHOLD = 0.44  # the gate: below it, "no confident answer"
+# results far below the best match are noise, not alternatives: on the entries' own tests a right
+# answer ranked 2nd-3rd scores >= 0.78x the top, a near miss <= 0.70x (docs/retrieval.md)
+RELATIVE_KEEP = 0.75
+VERSION_DEMOTE = 0.8  # an entry whose applies_to excludes the user's versions is ordered as if its score were x0.8
+
+# Terms (after kb.ask.text.tokenize) that place a question in kb's field. A question with none of them and no
+# registry name is probably about something else (NO_ANCHOR_FACTOR).
+DOMAIN_ANCHORS = frozenset(
+    "deepspeed zero zero0 zero1 zero2 zero3 offload accelerate transformers transformer huggingface trainer "
+    "peft lora qlora adapter from_pretrained nccl fp16 bf16 checkpoint oom finetune fine-tune sft pretrain "
+    "torchrun ds_config llama mistral mixtral qwen moe optimizer adam gradient_checkpointing gradient "
+    "nvme pin_memory partition shard fsdp bitsandbytes 4bit 8bit quantize overflow loss_scale "
+    "微调 训练 显存 全参 多卡 单卡 爆显存 续训 断点续训".split()
+)
+# What kb is not about, although the words are near: serving or deploying a model, installing a GPU driver. Concept
+# words only: no product names, nothing written from one test question (issue 20 removed "ollama"). A question that
+# says one of these and nothing of training nor of a library kb covers (TRAINING_ANCHORS) is discounted
+# (OFF_TASK_FACTOR): "vllm serving llama 70b runs out of memory" is not a training OOM, while "flash-attn install
+# fails: cuda driver version mismatch" names flash-attn and is kb's.
+OFF_TASK = frozenset(
+    "serve serving server deploy deployment driver installer endpoint 部署 推理服务 驱动 安装程序 上线".split()
+)
+TRAINING_ANCHORS = frozenset(
+    "train training trainer finetune fine-tune finetuning sft dpo ppo grpo rlhf pretrain pretraining deepspeed "
+    "zero zero1 zero2 zero3 offload lora qlora peft fsdp accelerate backward optimizer adam gradient loss epoch "
+    "ds_config ds_report checkpoint nccl torchrun 微调 训练 续训 全参 预训练 反向 "
+    # the libraries kb's entries cover besides the registry's packages (kernels, quantization, front ends)
+    "flash flash_attn bitsandbytes liger apex trl llamafactory axolotl swift".split()
+)
+
+
+@dataclass
+class Context:
+    """What the adjustments read besides a candidate's evidence: the question and what the engine found."""
+
+    question: Question
+    entries: dict[str, dict[str, Any]]  # the index's entries (conditions, applies_to)
+    config_facts: SetupFacts | None = None
+    findings: dict[str, float] = field(default_factory=dict)  # entry -> FINDING_BOOST of its strongest finding
+    named: bool = False  # the question names a registry name (kb.registry.factcheck resolved it)
+    units: list[dict[str, Any]] = field(default_factory=list)  # the index's units (for the "why" of a result)
+    _anchored: bool | None = None
+    _off_task: bool | None = None
+
+    @property
+    def anchored(self) -> bool:
+        if self._anchored is None:
+            q = self.question
+            self._anchored = (
+                self.named
+                or any(t in DOMAIN_ANCHORS for t in q.tokens)
+                or any(a in q.text for a in DOMAIN_ANCHORS if not a.isascii())
+            )
+        return self._anchored
+
+    @property
+    def off_task(self) -> bool:
+        if self._off_task is None:
+            q = self.question
+            low = q.text.lower()
+            off = any(t in OFF_TASK for t in q.tokens) or any(w in q.text for w in OFF_TASK if not w.isascii())
+            training = any(t in TRAINING_ANCHORS for t in q.tokens) or any(
+                w in low for w in TRAINING_ANCHORS if not w.isascii()
+            )
+            self._off_task = off and not training
+        return self._off_task
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """One named change to a candidate's score. ``op`` "add" adds what ``fn`` returns, "scale" multiplies by it;
+    ``fn`` returns None (or 0 / 1) when it does not apply and may add why-notes to the hit."""
+
+    name: str
+    op: str  # add | scale
+    constant: str  # the constant(s), as docs/retrieval.md shows them
+    summary: str
+    fn: Callable[[Hit, Context], float | None]
+
+
+def _evidence(h: Hit, ctx: Context) -> float:
+    return W_DENSE * h.dense_cal + W_COVER * h.coverage + W_BM25 * h.bm25
+
+
+def _signature(h: Hit, ctx: Context) -> float | None:
+    return SIGNATURE_BONUS if h.signature else None
+
+
+def _named(h: Hit, ctx: Context) -> float | None:
+    return PARAM_BONUS if h.params else None
+
+
+def _title_named(h: Hit, ctx: Context) -> float | None:
+    return TITLE_NAME_BONUS if h.title_named else None
+
+
+def _finding(h: Hit, ctx: Context) -> float | None:
+    if h.entry_id not in ctx.findings:
+        return None
+    h.notes.append(("why.finding", {}))
+    return ctx.findings[h.entry_id]
+
+
+def _conditions(h: Hit, ctx: Context) -> float | None:
+    """Facts of the user's setup against the entry's conditions: the config's, and what the question states
+    ("zero3", "fp16", "lora", "on the first step") where the config says nothing."""
+    cond = ctx.entries[h.entry_id].get("conditions")
+    if not cond:
+        return None
+    have_cfg = ctx.config_facts.as_dict() if ctx.config_facts is not None else {}
+    delta = 0.0
+    for key, have in {**ctx.question.stated.facts.as_dict(), **have_cfg}.items():  # config wins
+        if key == "evaluates":
+            continue  # a fact about the run's phases (_phase_not_run), not an entry condition
+        want = cond.get(key)
+        if not want:
+            continue
+        if have in want:
+            delta += CONDITION_BOOST
+            h.notes.append(("why.cond_match", {"key": key, "have": have}))
+        else:
+            delta -= CONDITION_PENALTY
+            h.notes.append(("why.cond_mismatch", {"key": key, "have": have, "want": "/".join(map(str, want))}))
+    return delta or None
+
+
+def _phase_not_run(h: Hit, ctx: Context) -> float | None:
+    """The entry fails only in a phase the user's run never goes through (its config never evaluates)."""
+    cond = ctx.entries[h.entry_id].get("conditions") or {}
+    when = cond.get("when")
+    if ctx.config_facts is None or ctx.config_facts.evaluates is not False or not when:
+        return None
+    if set(when) <= {"eval"}:
+        h.notes.append(("why.cond_mismatch", {"key": "evaluation", "have": "off", "want": "eval"}))
+        return -CONDITION_PENALTY
+    return None
+
+
+def _no_anchor(h: Hit, ctx: Context) -> float | None:
+    return None if h.signature or ctx.anchored else NO_ANCHOR_FACTOR
+
+
+def _off_task_discount(h: Hit, ctx: Context) -> float | None:
+    return None if h.signature or not ctx.off_task else OFF_TASK_FACTOR
+
+
+ADJUSTMENTS: tuple[Adjustment, ...] = (
+    Adjustment(
+        "evidence", "add", f"{W_DENSE} dense' + {W_COVER} coverage + {W_BM25} bm25", "the calibrated mix", _evidence
+    ),
+    Adjustment("signature", "add", f"+{SIGNATURE_BONUS}", "a pasted error matches an entry's signature", _signature),
+    Adjustment("named-parameter", "add", f"+{PARAM_BONUS}", "the question names a parameter of the entry", _named),
+    Adjustment("name-in-title", "add", f"+{TITLE_NAME_BONUS}", "... and the entry's title names it", _title_named),
+    Adjustment(
+        "config-finding", "add", "+0.20 error, +0.10 warning", "kb lint points to the entry from the config", _finding
+    ),
+    Adjustment(
+        "conditions",
+        "add",
+        f"+{CONDITION_BOOST} match, -{CONDITION_PENALTY} mismatch",
+        "the config's / the question's stage, offload, precision, method, phase",
+        _conditions,
+    ),
+    Adjustment(
+        "phase-not-run",
+        "add",
+        f"-{CONDITION_PENALTY}",
+        "an eval-only failure, the config never evaluates",
+        _phase_not_run,
+    ),
+    Adjustment("no-anchor", "scale", f"x{NO_ANCHOR_FACTOR}", "the question names nothing of the field", _no_anchor),
+    Adjustment(
+        "off-task", "scale", f"x{OFF_TASK_FACTOR}", "serving or deploying, nothing of training", _off_task_discount
+    ),
+)
+_OFF: frozenset[str] = frozenset()
+
+
+@contextlib.contextmanager
+def disabled(*names: str) -> Iterator[None]:
+    """Switch adjustments off (bench/ranking.py --ablate; tests). Not thread-safe: for measuring only."""
+    global _OFF
+    unknown = set(names) - {a.name for a in ADJUSTMENTS}
+    if unknown:
+        raise ValueError(f"unknown adjustment(s): {', '.join(sorted(unknown))}")
+    before, _OFF = _OFF, _OFF | set(names)
+    try:
+        yield
+    finally:
+        _OFF = before
+
+
+def score(hits: list[Hit], ctx: Context) -> list[Hit]:
+    """Every candidate scored through ``ADJUSTMENTS`` in order, best first (ties by id)."""
+    for h in hits:
+        s = 0.0
+        h.steps = []
+        for adj in ADJUSTMENTS:
+            if adj.name in _OFF:
+                continue
+            v = adj.fn(h, ctx)
+            if v is None:
+                continue
+            s = s + v if adj.op == "add" else s * v
+            h.steps.append((adj.name, adj.op, round(v, 4)))
+        h.score = s
+    return sorted(hits, key=lambda h: (-h.score, h.entry_id))
+
+
+@dataclass
+class Selection:
+    answered: bool
+    results: list[Hit]  # what to show, in order (empty when not answered)
+    closest: list[Hit]  # when not answered: the best candidates, marked as closest, not answers
+    not_applying: set[str] = field(default_factory=set)  # ids whose applies_to excludes the user's versions
+
+
+def select(
+    ranked: list[Hit],
+    k: int,
+    pinned: list[str],
+    applies: Callable[[str], bool | None],
+    n_closest: int = 3,
+) -> Selection:
+    """The decision, once and last, on the calibrated scores: the gate, the version order, pinning, the keep.
+
+    ``pinned``: entries explaining error-level findings in the user's config, in finding order (a fact, not a
+    guess: they are answers whatever their score). ``applies(entry_id)``: False when the entry's applies_to
+    excludes the user's versions."""
+    not_applying = {h.entry_id for h in ranked if applies(h.entry_id) is False}
+    ordered = sorted(
+        ranked, key=lambda h: (-(h.score * VERSION_DEMOTE if h.entry_id in not_applying else h.score), h.entry_id)
+    )
+    answered = bool(ranked) and (ranked[0].score >= ANSWER_THRESHOLD or bool(pinned))
+    if not answered:
+        return Selection(False, [], ordered[:n_closest], not_applying)
+    first = [h for eid in pinned for h in ordered if h.entry_id == eid][:k]
+    rest = [h for h in ordered if h.entry_id not in pinned]
+    keep = list(first)
+    best = max((h.score for h in rest), default=0.0)
+    if best >= ANSWER_THRESHOLD:
+        keep += [h for h in rest if h.score >= best * RELATIVE_KEEP][: max(0, k - len(keep))]
+    return Selection(True, keep, [], not_applying)
+
+
+def steps(h: Hit) -> list[Any]:
+    """How a hit's score was made, as the contract's RankSteps (``Result.rank``)."""
+    from kb.contract import RankStep
+
+    return [RankStep(name, op, value) for name, op, value in h.steps]  # type: ignore[arg-type]
+
+
+def why(h: Hit, ctx: Context, lang: str) -> str:
+    """One line saying what matched, and what the adjustments found (the config, the stated facts)."""
+    from kb.i18n import t
+
+    parts: list[str] = []
+    if h.signature:
+        parts.append(t(lang, "why.signature", pattern=h.signature[:60]))
+    if h.params:
+        parts.append(t(lang, "why.names", names=", ".join(dict.fromkeys(h.params))))
+    if h.dense_unit is not None:
+        u = ctx.units[h.dense_unit]
+        unit = t(lang, f"unit.{u['kind']}")
+        parts.append(t(lang, "why.dense", unit=unit, text=_clip(u["text"]), cos=f"{h.dense:.2f}"))
+    if h.bm25_unit is not None and h.bm25_unit != h.dense_unit:
+        u = ctx.units[h.bm25_unit]
+        parts.append(t(lang, "why.words", unit=t(lang, f"unit.{u['kind']}"), text=_clip(u["text"])))
+    if h.matched_terms:
+        parts.append(t(lang, "why.terms", terms=" ".join(h.matched_terms[:8])))
+    parts.extend(t(lang, key, **fields) for key, fields in h.notes)
+    return ("；" if lang == "zh" else "; ").join(parts)
+
+
+def _clip(s: str, n: int = 70) -> str:
+    return s if len(s) <= n else s[: n - 1] + "\u2026"

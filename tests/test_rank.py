@@ -1,0 +1,128 @@
+"""kb.ask.rank: every score adjustment is a named unit in one ordered list, documented in order; the decision (gate,
+version order, pinning, relative keep) runs once, last, on calibrated scores; the question is read once."""
+
+import re
+
+import pytest
+
+from kb.ask import rank
+from kb.ask.question import read_question
+from kb.ask.retrieve import Hit
+from kb.doctor.configs import SetupFacts
+from tests.conftest import ROOT
+
+ENTRIES = {
+    "a": {"conditions": {"zero_stage": [3]}},
+    "b": {"conditions": {"when": ["eval"]}},
+    "c": {},
+}
+
+
+def _hit(eid: str, **kw) -> Hit:
+    h = Hit(eid, dense_cal=0.8, coverage=0.5, bm25=0.5)
+    for k, v in kw.items():
+        setattr(h, k, v)
+    return h
+
+
+def test_adjustments_are_named_units_in_the_documented_order():
+    names = [a.name for a in rank.ADJUSTMENTS]
+    assert len(names) == len(set(names)) and names[0] == "evidence"
+    assert all(a.op in ("add", "scale") and a.constant and a.summary for a in rank.ADJUSTMENTS)
+    doc = (ROOT / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \d+ \| `([a-z-]+)` \|", doc, re.M)
+    assert rows == names, "docs/retrieval.md lists every adjustment, in order"
+    for a in rank.ADJUSTMENTS:
+        assert a.constant in doc, f"the constant of {a.name} ({a.constant}) is in its docs row"
+
+
+def test_each_adjustment_changes_the_score_it_claims_and_can_be_switched_off():
+    q = read_question("zero3 oom on one gpu")
+    ctx = rank.Context(q, ENTRIES, config_facts=SetupFacts(evaluates=False), findings={"c": 0.2})
+    plain = rank.score([_hit("c")], rank.Context(q, ENTRIES))[0].score
+    cases = {
+        "signature": (_hit("c", signature="x"), +rank.SIGNATURE_BONUS),
+        "named-parameter": (_hit("c", params=["stage3_max_live_parameters"]), +rank.PARAM_BONUS),
+        "config-finding": (_hit("c"), +0.2),
+    }
+    for name, (h, delta) in cases.items():
+        with_it = rank.score([h], ctx)[0].score
+        with rank.disabled(name):
+            without = rank.score([h], ctx)[0].score
+        assert with_it - without == pytest.approx(delta), name
+        assert any(step == name for step, _, _ in h.steps) is False  # the last scoring ran without it
+    assert rank.score([_hit("a")], ctx)[0].score == pytest.approx(plain + rank.CONDITION_BOOST)
+    assert rank.score([_hit("b")], ctx)[0].score == pytest.approx(plain - rank.CONDITION_PENALTY)  # never evaluates
+    with pytest.raises(ValueError, match="unknown adjustment"):
+        with rank.disabled("no-such-step"):
+            pass
+
+
+def test_discounts_scale_and_a_matching_signature_is_exempt():
+    off = read_question("how do I deploy a model behind an endpoint")
+    assert rank.Context(off, ENTRIES).off_task and not rank.Context(off, ENTRIES).anchored
+    s = rank.score([_hit("c")], rank.Context(off, ENTRIES))[0].score
+    with rank.disabled("no-anchor", "off-task"):
+        full = rank.score([_hit("c")], rank.Context(off, ENTRIES))[0].score
+    assert s == pytest.approx(full * rank.NO_ANCHOR_FACTOR * rank.OFF_TASK_FACTOR)
+    sig = rank.score([_hit("c", signature="x")], rank.Context(off, ENTRIES))[0]
+    assert not any(name in ("no-anchor", "off-task") for name, _, _ in sig.steps)
+    # a library kb covers is named: not off task ("flash-attn install fails: cuda driver version mismatch")
+    assert not rank.Context(read_question("flash-attn install fails: cuda driver version mismatch"), ENTRIES).off_task
+
+
+def _scored(*pairs: tuple[str, float]) -> list[Hit]:
+    return [Hit(eid, score=s) for eid, s in pairs]
+
+
+def test_a_version_mismatch_orders_lower_and_never_declines():
+    """The decision written in docs/retrieval.md: ranked lower and marked, never turned into "no confident answer"."""
+    ranked = _scored(("old", 0.50), ("new", 0.45))
+    sel = rank.select(ranked, 5, [], lambda eid: False if eid == "old" else None)
+    assert sel.answered, "the gate reads the calibrated score, before the version order"
+    assert [h.entry_id for h in sel.results] == ["new", "old"] and sel.not_applying == {"old"}
+    assert [h.score for h in sel.results] == [0.45, 0.50], "each result keeps its calibrated score"
+    alone = rank.select(_scored(("old", 0.50)), 5, [], lambda eid: False)
+    assert alone.answered and [h.entry_id for h in alone.results] == ["old"]
+
+
+def test_gate_pinning_and_relative_keep_run_on_calibrated_scores():
+    assert not rank.select(_scored(("x", 0.43), ("y", 0.2)), 5, [], lambda e: None).answered
+    assert [h.entry_id for h in rank.select(_scored(("x", 0.43)), 5, [], lambda e: None).closest] == ["x"]
+    pinned = rank.select(_scored(("x", 0.43), ("p", 0.1)), 5, ["p"], lambda e: None)
+    assert pinned.answered and [h.entry_id for h in pinned.results] == ["p"]  # the weak rest is not shown
+    keep = rank.select(_scored(("x", 0.80), ("y", 0.61), ("z", 0.59)), 5, [], lambda e: None)
+    assert [h.entry_id for h in keep.results] == ["x", "y"]  # 0.59 < 0.75 x 0.80
+
+
+def test_the_query_path_reads_the_question_once():
+    """Only kb/ask/question.py detects the language, tokenizes the question, finds its names and its stated facts."""
+    readers = re.compile(
+        r"\b(pick_lang|detect_lang|identifiers|identifier_spans|tokenize|looks_like_log|stated_facts|user_versions)\("
+    )
+    for rel in ("kb/ask/engine.py", "kb/ask/retrieve.py", "kb/ask/rank.py"):
+        src = (ROOT / rel).read_text(encoding="utf-8")
+        assert not readers.findall(src), (rel, readers.findall(src))
+
+
+def test_question_fields():
+    q = read_question(
+        "zero3 fp16 oom with stage3_max_live_parameters on 4 gpus\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: bad offload_param_device',
+        lang="auto",
+        versions={"deepspeed": "0.14.4"},
+    )
+    assert q.lang == q.text_lang == "en" and q.is_log and not q.truncated
+    assert q.stated.facts == SetupFacts(zero_stage=3, precision="fp16") and q.stated.gpus == 4
+    by = {n.text: n.in_log for n in q.names}
+    assert by["stage3_max_live_parameters"] is False and by["offload_param_device"] is True
+    assert q.versions == {"deepspeed": ("0.14.4", "flag")} and "RuntimeError" not in q.prose
+    assert read_question("ZeRO-3第一步就OOM").lang == "zh" and read_question("x" * 20_001).truncated
+
+
+def test_nebula_with_an_old_release_is_answered_and_marked(engine):
+    """issue 20: an entry at 0.50 that does not apply to the user's release was turned into "no confident answer"."""
+    a = engine.ask("nebula enabled true", versions={"deepspeed": "0.14.4"})
+    assert a.answered and a.results
+    top = next(r for r in a.results if r.id == "nebula-removed-checkpoint-writer")
+    assert top.applies is False and top.version_note
