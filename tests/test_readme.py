@@ -128,3 +128,12 @@ def test_readme_bot_example_runs(cmd, readme_index, monkeypatch, tmp_path):
         assert ("blocks" in body) if "slack" in cmd else ("embeds" in body or "content" in body)
     if "feedback export" in cmd:
         assert json.loads((tmp_path / "feedback.jsonl").read_text().splitlines()[0])["votes"]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """README's second Quickstart command is the command `.ci/run` runs (the two cannot drift apart)."""
+    quick = re.search(r"## Quickstart(.*?)## Using it", README, re.S).group(1)
+    commands = re.findall(r"```bash\n(.*?)\n```", quick, re.S)
+    ci = [ln for ln in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines() if ln.startswith("python3 ")]
+    assert len(commands) >= 2 and ci == [commands[1]]
+    assert "ruff check ." in ci[0] and "ruff format --check ." in ci[0] and "kb check" in ci[0]
