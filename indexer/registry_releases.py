@@ -34,7 +34,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from kb.registry.versions import version_key
+from kb.registry.order import version_key
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "kb"

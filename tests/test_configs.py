@@ -191,3 +191,11 @@ def test_when_the_failure_happens():
     assert facts_from_query("eval OOM with zero3").when == "eval"
     assert facts_from_query("oom when saving checkpoint").when == "save"
     assert facts_from_query("oom during eval after saving checkpoint").when is None  # two phases: unknown
+
+
+def test_every_preset_name_carries_its_size():
+    """kb.ask.question imports the presets only when the text has a size such as "7b" in it."""
+    from kb.ask.question import _PRESET_SIZE
+    from kb.memory.estimate import PRESETS
+
+    assert PRESETS and all(_PRESET_SIZE.search(n.replace("-", "")) for n in PRESETS)

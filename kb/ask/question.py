@@ -214,6 +214,7 @@ _Q_WHEN = {
         r"(?<![A-Za-z])(?:sav(?:e|es|ed|ing)(?: the)? (?:checkpoint|model)|save_steps)|保存|存\s*checkpoint", re.I
     ),
 }
+_PRESET_SIZE = re.compile(r"\d[bm]")  # kb.memory.estimate.PRESETS names all have one (a test checks)
 _SIZE = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*[bB](?![A-Za-z0-9_])")
 _ONE_GPU = re.compile(
     r"(?<![A-Za-z0-9])(single|one|1)[\s-]*(gpu|card|a100|h100|h800|a800)(?![A-Za-z0-9])|单卡|一张卡|单张", re.I
@@ -227,10 +228,12 @@ def stated_from_text(text: str, prose: str | None = None) -> Stated:
     """What a question states: the facts ranking compares with entry conditions (``stated_facts``) and the model,
     size and GPU count that lint and memory use (read from the whole text, as a model name in a log still names
     the model)."""
-    from kb.memory.estimate import PRESETS
-
     flat = text.lower().replace("-", "")
-    model = next((name for name in PRESETS if name.replace("-", "") in flat), None)
+    model = None
+    if _PRESET_SIZE.search(flat):  # every preset name ends in its size ("llama2-7b"): most questions name none
+        from kb.memory.estimate import PRESETS
+
+        model = next((name for name in PRESETS if name.replace("-", "") in flat), None)
     m = _SIZE.search(text)
     params = float(m.group(1)) * 1e9 if m else None
     gpus = None

@@ -65,15 +65,17 @@ class Retriever:
         # entry -> param names (leaf) and myth names, for "the query names a parameter" matching
         self._names: dict[str, set[str]] = {}
         # signature regex -> (source, entries); keyed by compiled pattern and its required literal
-        self._sigs: dict[tuple[re.Pattern[str], str], tuple[str, list[str]]] = {}
+        # signature pattern -> (its required literal, entries); a pattern is compiled the first time a question
+        # contains its literal (most never do: compiling all of them up front was a third of opening the engine)
+        self._sigs: dict[str, tuple[str, list[str]]] = {}
+        self._compiled: dict[str, re.Pattern[str]] = {}
         self._titles = {eid: (e["title"]["en"] + " " + e["title"]["zh"]).lower() for eid, e in index.entries.items()}
         for eid, e in index.entries.items():
             names = {p.split(":", 1)[1].rsplit(".", 1)[-1].split("/")[-1].lower() for p in _all_params(e)}
             names |= {n["name"].lower() for m in e.get("myths", []) for n in m["names"]}
             self._names[eid] = names
             for s in (sig["pattern"] for sig in e.get("signatures", [])):  # {pattern, examples}
-                key = (re.compile(s, re.I | re.S), _required_literal(s))
-                self._sigs.setdefault(key, (s, []))[1].append(eid)
+                self._sigs.setdefault(s, (_required_literal(s), []))[1].append(eid)
 
     # ------------------------------------------------------------ pieces
 
@@ -157,8 +159,13 @@ class Retriever:
         # signatures (raw and normalised text); a regex runs only if its longest literal is in the text
         norm = q.normalized
         low = f"{q.text}\n{norm}".lower()
-        for (rx, lit), (src, eids) in self._sigs.items():
-            if lit in low and (rx.search(q.text) or rx.search(norm)):
+        for src, (lit, eids) in self._sigs.items():
+            if lit not in low:
+                continue
+            rx = self._compiled.get(src)
+            if rx is None:
+                rx = self._compiled[src] = re.compile(src, re.I | re.S)
+            if rx.search(q.text) or rx.search(norm):
                 for eid in eids:
                     h = hit(eid)
                     h.signature = h.signature or src

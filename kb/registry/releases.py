@@ -55,7 +55,7 @@ def judge_versions(
 
 def version_notes(registry: Registry, ps: list[UserVersion], lang: str) -> list[C.Note]:
     """Notes on how each user version was judged (nearest release, newer than recorded)."""
-    from kb.registry.versions import version_key
+    from kb.registry.order import version_key
 
     out: list[C.Note] = []
     for p in ps:
