@@ -85,7 +85,7 @@ class Engine:
         cfg = q.config
         facts = q.config_facts
         findings: list[C.Finding] = []
-        boosts: dict[str, float] = {}
+        pointed: dict[str, list[str]] = {}  # entry -> the severities of the findings that point to it
         pinned: list[str] = []  # entries explaining error-level findings, in finding order
         if cfg is not None:
             from kb.doctor.lint import lint_config  # only with a config: the rules are not needed to answer a question
@@ -93,7 +93,7 @@ class Engine:
             for f in lint_config(cfg, view, world_size=q.stated.single_gpu, model_params=q.stated.params):
                 findings.append(C.Finding(f.code, f.severity, f.path, f.line, *f.text(lang), f.entry))
                 if f.entry:
-                    boosts[f.entry] = max(boosts.get(f.entry, 0.0), rank.FINDING_BOOST[f.severity])
+                    pointed.setdefault(f.entry, []).append(f.severity)
                     if f.severity == "error" and f.entry not in pinned:
                         pinned.append(f.entry)
         memory = None
@@ -103,9 +103,9 @@ class Engine:
             memory = memory_contract(estimate_with_changes(setup[0]), lang, setup[1])
         notes_on_names, resolved = judge_names(q.param_names, q.text, q.is_log, view, lang)
         notes.extend(notes_on_names)
-        found = self.retriever.search(q, query_params=resolved, extra=list(boosts))
+        found = self.retriever.search(q, query_params=resolved, extra=list(pointed))
         entries = self.index.entries
-        ctx = rank.Context(q, entries, facts, boosts, named=bool(resolved), units=self.index.units)
+        ctx = rank.Context(q, entries, facts, pointed, named=bool(resolved), units=self.index.units)
         ranked = rank.score(found, ctx)
         sel = rank.select(
             ranked, k, pinned, lambda eid: applies(entries[eid].get("applies_to") or {}, ps, "en")[0], MAX_CLOSEST

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kb.ask.text import word_tokens
+
 if TYPE_CHECKING:
     from kb.ask.question import Question
     from kb.ask.retrieve import Hit
@@ -44,29 +46,30 @@ ANSWER_THRESHOLD = 0.44  # the gate: below it, "no confident answer"
 RELATIVE_KEEP = 0.75
 VERSION_DEMOTE = 0.8  # an entry whose applies_to excludes the user's versions is ordered as if its score were x0.8
 
+
 # Terms (after kb.ask.text.tokenize) that place a question in kb's field. A question with none of them and no
 # registry name is probably about something else (NO_ANCHOR_FACTOR).
-DOMAIN_ANCHORS = frozenset(
+DOMAIN_ANCHORS = word_tokens(
     "deepspeed zero zero0 zero1 zero2 zero3 offload accelerate transformers transformer huggingface trainer "
     "peft lora qlora adapter from_pretrained nccl fp16 bf16 checkpoint oom finetune fine-tune sft pretrain "
     "torchrun ds_config llama mistral mixtral qwen moe optimizer adam gradient_checkpointing gradient "
-    "nvme pin_memory partition shard fsdp bitsandbytes 4bit 8bit quantize overflow loss_scale "
-    "微调 训练 显存 全参 多卡 单卡 爆显存 续训 断点续训".split()
+    "nvme pin_memory partition shard fsdp bitsandbytes quantize overflow loss_scale "
+    "微调 训练 显存 全参 多卡 单卡 爆显存 续训 断点续训"
 )
 # What kb is not about, although the words are near: serving or deploying a model, installing a GPU driver. Concept
 # words only: no product names, nothing written from one test question (issue 20 removed "ollama"). A question that
 # says one of these and nothing of training nor of a library kb covers (TRAINING_ANCHORS) is discounted
 # (OFF_TASK_FACTOR): "vllm serving llama 70b runs out of memory" is not a training OOM, while "flash-attn install
 # fails: cuda driver version mismatch" names flash-attn and is kb's.
-OFF_TASK = frozenset(
-    "serve serving server deploy deployment driver installer endpoint 部署 推理服务 驱动 安装程序 上线".split()
+OFF_TASK = word_tokens(
+    "serve serving server deploy deployment driver installer endpoint 部署 推理服务 驱动 安装程序 上线"
 )
-TRAINING_ANCHORS = frozenset(
+TRAINING_ANCHORS = word_tokens(
     "train training trainer finetune fine-tune finetuning sft dpo ppo grpo rlhf pretrain pretraining deepspeed "
     "zero zero1 zero2 zero3 offload lora qlora peft fsdp accelerate backward optimizer adam gradient loss epoch "
     "ds_config ds_report checkpoint nccl torchrun 微调 训练 续训 全参 预训练 反向 "
     # the libraries kb's entries cover besides the registry's packages (kernels, quantization, front ends)
-    "flash flash_attn bitsandbytes liger apex trl llamafactory axolotl swift".split()
+    "flash flash_attn bitsandbytes liger apex trl llamafactory axolotl swift"
 )
 
 
@@ -77,7 +80,7 @@ class Context:
     question: Question
     entries: dict[str, dict[str, Any]]  # the index's entries (conditions, applies_to)
     config_facts: SetupFacts | None = None
-    findings: dict[str, float] = field(default_factory=dict)  # entry -> FINDING_BOOST of its strongest finding
+    findings: dict[str, list[str]] = field(default_factory=dict)  # entry -> severities of the kb lint findings on it
     named: bool = False  # the question names a registry name (kb.registry.factcheck resolved it)
     units: list[dict[str, Any]] = field(default_factory=list)  # the index's units (for the "why" of a result)
     _anchored: bool | None = None
@@ -139,7 +142,7 @@ def _finding(h: Hit, ctx: Context) -> float | None:
     if h.entry_id not in ctx.findings:
         return None
     h.notes.append(("why.finding", {}))
-    return ctx.findings[h.entry_id]
+    return max(FINDING_BOOST[sev] for sev in ctx.findings[h.entry_id])
 
 
 def _conditions(h: Hit, ctx: Context) -> float | None:

@@ -173,6 +173,13 @@ def tokenize(text: str) -> list[str]:
     return toks
 
 
+def word_tokens(words: str) -> frozenset[str]:
+    """A word list as the whole-word token ``tokenize`` makes of each word (it stems and folds:
+    "bitsandbytes" -> "bitsandbyte", "fine-tune" -> "finetune"; "pin_memory" stays whole, its parts are not added),
+    so every listed word can match a question's tokens; Chinese words stay as written (matched in the text)."""
+    return frozenset((tokenize(w)[:1] or [w])[0] if w.isascii() else w for w in words.split())
+
+
 # ---------------------------------------------------------------- pasted tracebacks / logs
 
 _TB_SUBS: list[tuple[re.Pattern[str], str]] = [
