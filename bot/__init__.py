@@ -1,2 +1,2 @@
-"""Chat surfaces (Discord, Slack). Not built yet: each will turn a platform event into
-``kb.ask.engine.Engine.ask`` and the answer into a platform payload, with no logic of its own."""
+"""Chat surfaces (Discord, Slack): a platform event becomes a request to ``bot.service`` (the engine and the typed
+reports), and a reply becomes a platform payload through the neutral layout (``bot.layout``, ``bot.chat``)."""

@@ -36,7 +36,7 @@ from bot.layout import parse_control_id
 from bot.messages import msg
 from bot.service import AnswerService, AskRequest, AttachmentRefused, Reply, internal_error
 from bot.settings import Settings
-from kb.lang import detect_lang, has_cjk
+from kb.lang import detect_lang
 
 log = logging.getLogger("kb.bot.chat")
 
@@ -46,12 +46,9 @@ HELP = ("", "help", "帮助", "-h", "--help")
 _ENTRY_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 
 
-def lang_of(text: str) -> str:
-    """The language a user wrote in ("en" for nothing): a guess never fails a request."""
-    try:
-        return detect_lang(text) if text and text.strip() else "en"
-    except Exception:  # noqa: BLE001
-        return "zh" if has_cjk(text or "") else "en"
+def lang_of(text: str | None) -> str:
+    """The language a user wrote in ("en" for nothing): kb.lang.detect_lang, which never fails."""
+    return detect_lang(text or "")
 
 
 def strip_code_fence(text: str) -> str:

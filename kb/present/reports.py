@@ -6,13 +6,12 @@ text out in the report's language (no colour, no wrapping; the CLI prints it as 
 
 from __future__ import annotations
 
-import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kb.contract import FactcheckReport, GapsReport, LintReport, MemoryTerm, MemReport, Verdict
 from kb.present.labels import L
 
-VERDICTS = typing.get_args(Verdict)  # the order the summary counts them in
+if TYPE_CHECKING:  # annotations only: the report commands (stats, build, check) do not import the contract for them
+    from kb.contract import FactcheckReport, GapsReport, LintReport, MemoryTerm, MemReport
 
 
 def _lines(*parts: str) -> str:
@@ -45,6 +44,8 @@ def factcheck(r: FactcheckReport) -> str:
         out.append(f"{r.file}: {lb['fc_none']}")
         return _lines(*out)
     sep = "，" if r.lang == "zh" else ", "
+    from kb.registry.factcheck import VERDICTS  # the order the summary counts them in
+
     parts = sep.join(f"{r.counts[v]} {lb['verdict.' + v]}" for v in VERDICTS if r.counts.get(v))
     out.append(f"{r.file}: {lb['fc_summary'].format(n=len(r.names), counts=parts)}")
     if r.counts.get("unverified"):
