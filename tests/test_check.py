@@ -206,20 +206,23 @@ def test_code_sources_chk008_cannot_check_are_listed_with_the_reason(tmp_path, r
 
 
 def test_problem_str_and_json_carry_the_code():
-    from kb.content.check import problems_json
+    from kb.content.check import check_json
 
     p = Problem("CHK007", "data/entries/x.yaml", 3, "related.0", "no entry with id 'y'")
     assert str(p) == "data/entries/x.yaml:3: CHK007 related.0: no entry with id 'y'"
     assert str(Problem("CHK001", "x.yaml", None, "", "file is empty")) == "x.yaml: CHK001 file is empty"
-    assert json.loads(problems_json([p])) == [
-        {
-            "code": "CHK007",
-            "file": "data/entries/x.yaml",
-            "line": 3,
-            "field": "related.0",
-            "message": "no entry with id 'y'",
-        }
-    ]
+    assert json.loads(check_json([p], [])) == {
+        "problems": [
+            {
+                "code": "CHK007",
+                "file": "data/entries/x.yaml",
+                "line": 3,
+                "field": "related.0",
+                "message": "no entry with id 'y'",
+            }
+        ],
+        "unchecked": [],
+    }
 
 
 def test_every_check_code_is_documented():

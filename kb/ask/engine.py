@@ -19,8 +19,6 @@ from kb.ask.retrieve import Retriever
 from kb.doctor.configs import ConfigError
 from kb.i18n import t
 from kb.index.load import IndexCorrupt, IndexMissing, IndexStale, check_fresh, load_index
-from kb.memory.report import memory_contract
-from kb.memory.setup import setup_for_question
 from kb.paths import entries_dir
 from kb.registry.releases import applies, judge_versions
 from kb.registry.store import Registry, default_registry
@@ -91,16 +89,20 @@ class Engine:
             from kb.doctor.lint import lint_config  # only with a config: the rules are not needed to answer a question
 
             for f in lint_config(cfg, view, world_size=q.stated.single_gpu, model_params=q.stated.params):
-                findings.append(C.Finding(f.code, f.severity, f.path, f.line, *f.text(lang), f.entry))
+                findings.append(C.finding(f, lang))  # the one conversion kb lint uses too
                 if f.entry:
                     pointed.setdefault(f.entry, []).append(f.severity)
                     if f.severity == "error" and f.entry not in pinned:
                         pinned.append(f.entry)
         memory = None
-        if cfg is not None and (setup := setup_for_question(q.stated, cfg, lang)) is not None:
-            from kb.memory.estimate import estimate_with_changes  # only with a config and a model named
+        if cfg is not None:  # only with a config: kb mem's modules are not needed to answer a question
+            from kb.memory.setup import setup_for_question
 
-            memory = memory_contract(estimate_with_changes(setup[0]), lang, setup[1])
+            if (setup := setup_for_question(q.stated, cfg, lang)) is not None:
+                from kb.memory.estimate import estimate_with_changes
+                from kb.memory.report import memory_contract
+
+                memory = memory_contract(estimate_with_changes(setup[0]), lang, setup[1])
         notes_on_names, resolved = judge_names(q.param_names, q.text, q.is_log, view, lang)
         notes.extend(notes_on_names)
         found = self.retriever.search(q, query_params=resolved, extra=list(pointed))

@@ -148,10 +148,6 @@ def check_entry(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> list[Pro
     return [p for code in sorted(CHECKS) if CHECKS[code].scope == "entry" for p in CHECKS[code].run(le, reg, known_ids)]
 
 
-def problems_json(problems: list[Problem]) -> str:
-    return json.dumps([asdict(p) for p in problems], ensure_ascii=False, indent=2)
-
-
 def check_json(problems: list[Problem], unchecked: list[Unchecked]) -> str:
     """``kb check --json``: the problems, and the code sources CHK008 could not check (info, not problems)."""
     return json.dumps(

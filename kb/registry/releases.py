@@ -29,7 +29,7 @@ class UserVersion:
         """The recorded release is the user's version itself (or, for "4.46", one of its series)."""
         if self.release is None:
             return False
-        from kb.registry.versions import same_release
+        from kb.registry.order import same_release
 
         return same_release(self.version, self.release)
 

@@ -216,7 +216,7 @@ class Registry:
         return {**r, "status": "absent", "absent": absent, "since": first, "until": last}
 
     def _older(self, a: str, b: str, package: str) -> bool:
-        """Does recorded release ``a`` of ``package`` come before ``b`` (kb.registry.versions.version_key's order)?"""
+        """Does recorded release ``a`` of ``package`` come before ``b`` (kb.registry.order.version_key's order)?"""
         order = self._order[package]
         return order[a] < order[b]
 
