@@ -12,9 +12,10 @@ import re
 import time
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
+
+from kb.contract import GapGroup, GapsReport
 
 LOW_SCORE = 0.55  # answered, but only just above the gate (0.44): a weak match worth a look
 MAX_QUERIES = 20_000
@@ -48,10 +49,11 @@ def _why(rec) -> list[str]:
     return out
 
 
-def gaps(store, embedder, since: float | None = None, threshold: float | None = None) -> dict[str, Any]:
+def gaps(store, embedder, since: float | None = None, threshold: float | None = None) -> GapsReport:
+    """The groups, as the contract's GapsReport (``kb gaps``; docs/answer.md)."""
     recs = [(r, w) for r in store.asks(since) if (w := _why(r))][:MAX_QUERIES]
     if not recs:
-        return {"since": since, "questions": 0, "groups": []}
+        return GapsReport(since, 0, [])
     vecs = np.asarray(embedder.embed_queries([r.query[:2000] for r, _ in recs]), dtype=np.float32)
     if threshold is None:
         cal = getattr(embedder, "calibration", None) or {}
@@ -82,16 +84,16 @@ def gaps(store, embedder, since: float | None = None, threshold: float | None = 
         closest = Counter(x["id"] for r, _ in rs for x in r.results[:3])
         reasons = Counter(v["reason"] for r, _ in rs for v in r.votes if not v["helpful"] and v["reason"])
         groups.append(
-            {
-                "count": len(rs),
-                "why": dict(Counter(w for _, ws in rs for w in ws)),
-                "examples": examples,
-                "closest_entries": [eid for eid, _ in closest.most_common(3)],
-                "downvote_reasons": dict(reasons.most_common()),
-                "first_seen": min(r.ts for r, _ in rs),
-                "last_seen": max(r.ts for r, _ in rs),
-                "platforms": sorted({r.platform for r, _ in rs}),
-            }
+            GapGroup(
+                count=len(rs),
+                why=dict(Counter(w for _, ws in rs for w in ws)),
+                examples=examples,
+                closest_entries=[eid for eid, _ in closest.most_common(3)],
+                downvote_reasons=dict(reasons.most_common()),
+                first_seen=min(r.ts for r, _ in rs),
+                last_seen=max(r.ts for r, _ in rs),
+                platforms=sorted({r.platform for r, _ in rs}),
+            )
         )
-    groups.sort(key=lambda g: (-g["count"], -g["last_seen"]))
-    return {"since": since, "questions": len(recs), "threshold": round(threshold, 3), "groups": groups}
+    groups.sort(key=lambda g: (-g.count, -g.last_seen))
+    return GapsReport(since, len(recs), groups, round(threshold, 3))

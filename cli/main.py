@@ -922,11 +922,10 @@ def _since(text: str | None) -> float | None:
 def gaps(settings_path: Path | None, db: Path | None, since: str | None, as_json: bool) -> None:
     """What the KB is missing: unanswered, low-score and down-voted bot questions, grouped by meaning."""
     from bot.gaps import gaps as find_gaps
-    from kb.contract import GapsReport, from_dict
     from kb.present import reports
 
     store = _store(settings_path, db)
-    rep = from_dict(GapsReport, find_gaps(store, _engine().retriever.embedder, since=_since(since)))
+    rep = find_gaps(store, _engine().retriever.embedder, since=_since(since))
     if as_json:
         _echo_json(rep.to_dict(), indent=2)
     else:

@@ -243,13 +243,14 @@ def filled_store(service):
 
 
 def test_gaps_groups_the_curators_todo_list(filled_store, fake_engine):
+    from kb.contract import GapsReport
+
     rep = gaps(filled_store, fake_engine.retriever.embedder)
-    assert rep["questions"] >= 1 and rep["groups"]
-    assert sum(g["count"] for g in rep["groups"]) == rep["questions"]
-    down = [g for g in rep["groups"] if "downvoted" in g["why"]]
-    assert down and down[0]["downvote_reasons"] == {"wrong_version": 1}
-    for g in rep["groups"]:
-        assert set(g) >= {"count", "why", "examples", "closest_entries", "downvote_reasons"}
+    assert isinstance(rep, GapsReport) and rep.questions >= 1 and rep.groups
+    assert sum(g.count for g in rep.groups) == rep.questions
+    down = [g for g in rep.groups if "downvoted" in g.why]
+    assert down and down[0].downvote_reasons == {"wrong_version": 1}
+    assert [g.count for g in rep.groups] == sorted((g.count for g in rep.groups), reverse=True)  # largest first
 
 
 def test_cli_gaps_and_export(filled_store, cli_env, tmp_path):

@@ -15,6 +15,7 @@ installed. Across entries: ids and aliases are unique.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as md
 import json
 import re
@@ -507,6 +508,7 @@ def _code_sources(le: LoadedEntry) -> Iterable[tuple[tuple, Source]]:
     return [(loc, src) for loc, src in located if src.type == "code"]
 
 
+@functools.cache  # CHK008 and unchecked_code_sources ask about the same sources; many cite one file
 def _check_code_source(package: str, version: str, file: str, line: str) -> tuple[str | None, str | None]:
     """(problem, why it was not checked). When that exact package version is installed, the file must exist
     and have that line; otherwise the source is not checked, and the second says why."""
