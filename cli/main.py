@@ -202,6 +202,8 @@ def check(entries_dir: Path | None, as_json: bool, fix: bool, write: bool) -> No
         check_json,
         insert_params,
         propose_links,
+        touched_by_release,
+        touched_summary,
         unchecked_code_sources,
         unchecked_summary,
     )
@@ -225,11 +227,12 @@ def check(entries_dir: Path | None, as_json: bool, fix: bool, write: bool) -> No
         left = [p for p in proposals if p["external"] or p["misplaced"] or (p["add"] and not p.get("written"))]
         sys.exit(1 if left else 0)
     unchecked = unchecked_code_sources(loaded)  # CHK008 says which code sources it could not check, and why
+    touched = touched_by_release(loaded, _registry())  # parameters the newest releases changed: info for a reviewer
     if as_json:
-        click.echo(check_json(problems, unchecked))
+        click.echo(check_json(problems, unchecked, touched))
     else:
         n = len(list(root.glob("*.yaml")))
-        info = unchecked_summary(unchecked)
+        info = unchecked_summary(unchecked) + touched_summary(touched)
         click.echo(reports.check(n, [str(p) for p in problems], info), nl=False, err=bool(problems))
     sys.exit(1 if problems else 0)
 
@@ -648,7 +651,7 @@ def lint(
     """
     from kb.contract import lint_report
     from kb.doctor.configs import MAX_CONFIG_BYTES, ConfigError, parse_config
-    from kb.doctor.lint import lint_config
+    from kb.doctor.judge import lint_file
     from kb.present import reports
 
     text, name = _read_input(file, MAX_CONFIG_BYTES, "config")
@@ -656,14 +659,15 @@ def lint(
         cfg = parse_config(text, name)
     except ConfigError as e:
         raise KbError(str(e), "config") from None
-    findings = lint_config(
+    judged = lint_file(
         cfg,
-        _registry().at(_versions(versions_arg)),
+        _registry(),
+        _versions(versions_arg),
         world_size=world_size,
         model_params=_model_params(model),
         gpu_mem_gib=gpu_mem,
     )
-    report = lint_report(name, cfg.kind, cfg.fmt, findings, lang)
+    report = lint_report(name, judged.kind, cfg.fmt, judged.findings, lang, judged.versions)
     if as_json:
         _echo_json(report.to_dict(), indent=2)
     else:
@@ -1096,17 +1100,41 @@ def registry_lookup(name: str, context: str | None, version: tuple[str, ...], as
     lk = reg.resolve(name, context=context)
     history = reg.timeline(lk.record["id"]) if lk.record else []
     spellings = reg.spellings(lk.record["id"]) if lk.record else []
+    releases = _release_history(reg, lk.record["id"]) if lk.record else None
+    judged = {**reg.pins, **reg.exact}
     if as_json:
         d = lk.to_dict()
         d["record"] = lk.record
-        d["judged_by"] = reg.pins
+        d["judged_by"] = judged
         d["history"] = [{"release": rel, "record": r} for rel, r in history]
         d["spellings"] = spellings
+        d["releases"] = releases
         _echo_json(d, indent=2)
     else:
         records = ([lk.record] if lk.record else []) + [c for c in lk.candidates if c is not lk.record]
-        click.echo(reports.lookup(name, {**lk.to_dict(), "records": records}, history, spellings, reg.pins), nl=False)
+        click.echo(
+            reports.lookup(name, {**lk.to_dict(), "records": records}, history, spellings, judged, releases), nl=False
+        )
     sys.exit(1 if lk.status == "unknown" else 0)
+
+
+def _release_history(reg: Any, rid: str) -> dict[str, Any] | None:
+    """A name's life over every minor release its package's timeline reads (None: no timeline covers it)."""
+    rec = reg.get(rid)
+    tl = reg.timelines.get(rec["package"]) if rec else None
+    if tl is None or rid not in tl.names:
+        return None
+    span = reg.span(rid)
+    return {
+        "package": tl.package,
+        "window": [tl.releases[0], tl.releases[-1]],
+        "minors": len(tl.releases),
+        "first": span[0] if span else None,
+        "last": span[1] if span else None,
+        "removed_in": reg.removed_in(rid),
+        "spans": [list(s) for s in tl.names[rid].spans],
+        "events": tl.history(rid),
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 SCHEMA_VERSION = (
-    "2.0"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
+    "2.1"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
     # 1.3: Memory by phase (gpu_verdict, peak_phase, reserved_gib, phases; MemoryTerm formula and source),
     # Answer.stated_facts; 2.0: a typed report for every command (LintReport, MemReport, ShowReport,
-    # FactcheckReport, GapsReport), MemoryTerm.phases, Result.rank; the schemas allow unknown fields and accept any 2.x
+    # FactcheckReport, GapsReport), MemoryTerm.phases, Result.rank; the schemas allow unknown fields and accept any 2.x;
+    # 2.1: Result.kind (registry results, kb.ask.facts), LintReport.versions and the front ends' config_kind values
 )
 SCHEMA_MAJOR = SCHEMA_VERSION.split(".")[0]
 
@@ -141,6 +142,9 @@ class Result:
     applies: bool | None = None  # the user's versions satisfy ``applies_to``; None: unknown or no constraint
     version_note: str | None = None  # why it was demoted ("applies to deepspeed >=0.18.3; you run 0.14.4")
     rank: list[RankStep] = field(default_factory=list)  # how ``score`` was made (kb ask only), in order
+    # entry: a curated entry; registry: a fact from the registry's release history (kb.ask.facts: a name renamed,
+    # removed, added or deprecated), id "registry:<record id>", its sources the records' source lines
+    kind: Literal["entry", "registry"] = "entry"
 
 
 @dataclass
@@ -307,15 +311,28 @@ class SeverityCounts:
 
 
 @dataclass
+class LintVersion:
+    """A release ``kb lint`` judged a package at: the user's, or one it assumed (the front end's requirement)."""
+
+    package: str
+    version: str
+    origin: Literal["given", "assumed"]
+    reason: str  # in the report's language: "llamafactory 0.9.5 requires transformers<=5.6.0,>=4.55.0: ..."
+
+
+@dataclass
 class LintReport(_Report):
     """``kb lint``: what a config file really does, in the report's language."""
 
     lang: Lang
     file: str  # the name given (a path, or <stdin>)
-    config_kind: str  # deepspeed | accelerate | training_args | launch
+    # deepspeed | accelerate | training_args | launch | unknown, or the front end a key: value file is written for:
+    # llamafactory | axolotl | trl | swift (kb.doctor.dialect)
+    config_kind: str
     config_format: str  # json | hjson | yaml | cmdline
     findings: list[Finding]  # in file order: line, severity, path, code
     counts: SeverityCounts
+    versions: list[LintVersion] = field(default_factory=list)  # the releases judged at (empty: the newest recorded)
     schema_version: str = SCHEMA_VERSION
     kind: Literal["lint"] = "lint"
 
@@ -446,11 +463,23 @@ def finding(f: Any, lang: str) -> Finding:
     return Finding(f.code, f.severity, f.path, f.line, msg or en_msg, sug or en_sug, f.entry)
 
 
-def lint_report(file: str, config_kind: str, config_format: str, findings: Iterable[Any], lang: str) -> LintReport:
-    """``findings``: ``kb.doctor.lint`` Findings (judged in ``lang``) or the contract's own."""
+def lint_report(
+    file: str,
+    config_kind: str,
+    config_format: str,
+    findings: Iterable[Any],
+    lang: str,
+    versions: Iterable[Any] = (),
+) -> LintReport:
+    """``findings``: ``kb.doctor.lint`` Findings (judged in ``lang``) or the contract's own; ``versions``:
+    ``kb.doctor.dialect.AssumedVersion``s."""
     fs = [f if isinstance(f, Finding) else finding(f, lang) for f in findings]
     counts = SeverityCounts(*(sum(f.severity == s for f in fs) for s in ("error", "warning", "info")))
-    return LintReport(lang, file, config_kind, config_format, fs, counts)  # type: ignore[arg-type]
+    vs = [
+        LintVersion(v.package, v.version, v.origin, v.reason_zh if lang == "zh" else v.reason)  # type: ignore[arg-type]
+        for v in versions
+    ]
+    return LintReport(lang, file, config_kind, config_format, fs, counts, vs)  # type: ignore[arg-type]
 
 
 def factcheck_report(file: str, verdicts: Iterable[Any], lang: str, truncated_at: int | None = None) -> FactcheckReport:

@@ -141,7 +141,9 @@ def test_lint_and_memory_on_a_third_platform_in_chinese(svc):
     assert WEBHOOK.problems(lint) == [] and lint["sections"][0]["text"] == "你的配置（kb lint）"
     head, *findings = [s["text"] for s in lint["sections"] if s["kind"] in ("title", "findings")]
     assert head.startswith("ds_config.json：deepspeed 配置（json），") and head.endswith("条发现")
-    assert findings and all(re.match(r"- KB\d{3} ", f) for f in findings), "one section per finding"
+    # one section per finding; a finding longer than a section goes on in the next one, at its fix line
+    starts = [f for f in findings if not f.startswith(("修改", "参见"))]
+    assert findings and findings[0].startswith("- KB") and all(re.match(r"- KB\d{3} ", f) for f in starts)
     assert any("nvme_path" in f for f in findings) and all(re.search(r"[\u4e00-\u9fff]", f) for f in findings)
     mem = render(run(service.mem("zh", "u", "c", model="llama2-7b", gpus="1", activation_checkpointing="on")), WEBHOOK)
     assert WEBHOOK.problems(mem) == [] and mem["text"] == "显存估算（kb mem）：llama2-7b：放不下"

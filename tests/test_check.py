@@ -222,6 +222,7 @@ def test_problem_str_and_json_carry_the_code():
             }
         ],
         "unchecked": [],
+        "touched": [],
     }
 
 

@@ -18,7 +18,6 @@ import importlib.metadata as md
 import io
 import json
 import logging
-from pathlib import Path
 
 import pytest
 import yaml
@@ -369,31 +368,27 @@ def test_fp16_bf16_raise_site():
 LF = "model_name_or_path: m\nstage: sft\nfinetuning_type: lora\ntemplate: qwen\nlora_target: all\noutput_dir: out\n"
 
 
-def test_llamafactory_keys_are_not_unknown(reg):
-    f = lint_config(parse_config(LF + "cutoff_len: 2048\ndataset: alpaca\nlora_rank: 8\npure_bf16: true\n"), reg)
-    assert not [x for x in f if x.code == "KB034"]
-    f = [x for x in lint_config(parse_config(LF + "learning_rat: 1.0e-4\n"), reg) if x.code == "KB034"]
-    assert len(f) == 1 and "`learning_rate`" in f[0].suggestion
-    assert "LLaMA-Factory" in f[0].message and "LLaMA-Factory" in f[0].message_zh
+def test_llamafactory_keys_are_not_unknown(registry):
+    """A LLaMA-Factory file is judged by LLaMA-Factory's own arguments (the registry's llamafactory timeline), its
+    TrainingArguments keys by TrainingArguments: neither KB034 nor KB090 for real keys of either."""
+    reg = registry
+    good = LF + "cutoff_len: 2048\ndataset: alpaca\nlora_rank: 8\npure_bf16: true\n"
+    f = lint_config(parse_config(good), reg)
+    assert not [x for x in f if x.code in ("KB034", "KB090")], f
+    f = [x for x in lint_config(parse_config(LF + "learning_rat: 1.0e-4\n"), reg) if x.code in ("KB034", "KB090")]
+    assert [x.code for x in f] == ["KB090"] and "`learning_rate`" in f[0].suggestion
+    assert "llamafactory" in f[0].message and "HfArgumentParser" in f[0].message_zh
 
 
-def test_a_field_llamafactory_keeps_is_not_removed_in_its_files(ta_records):
-    """transformers dropped `overwrite_output_dir`; LLaMA-Factory's own TrainingArguments (v0.9.5) has it."""
-    assert "overwrite_output_dir" in fe.LLAMAFACTORY_KEYS
-    base = next(r for r in ta_records if r["name"] == "output_dir")
-    gone = dict(base, id="transformers:TrainingArguments.overwrite_output_dir", name="overwrite_output_dir")
-    gone.update(status="removed", until="4.57.6")
-    view = Registry(ta_records + [gone])
-    codes = {f.code for f in lint_config(parse_config(LF + "overwrite_output_dir: true\n"), view)}
-    assert not codes & {"KB034", "KB035"}
-    plain = {f.code for f in lint_config(parse_config("output_dir: out\noverwrite_output_dir: true\n"), view)}
+def test_a_field_llamafactory_keeps_is_not_removed_in_its_files(registry):
+    """transformers 5.0 dropped `overwrite_output_dir`; LLaMA-Factory 0.9.4+ has its own (hparams/training_args.py)."""
+    reg = registry
+    lf = reg.get("llamafactory:TrainingArguments.overwrite_output_dir")
+    assert lf is not None and "0.9.5" in lf["releases"]
+    codes = {f.code for f in lint_config(parse_config(LF + "overwrite_output_dir: true\n"), reg)}
+    assert not codes & {"KB034", "KB035", "KB090"}
+    plain = {f.code for f in lint_config(parse_config("output_dir: out\noverwrite_output_dir: true\n"), reg)}
     assert "KB035" in plain
-
-
-def test_llamafactory_markers_are_its_own_keys(ta_records):
-    fields = {r["name"] for r in ta_records}
-    assert set(fe.LLAMAFACTORY_MARKERS) <= fe.LLAMAFACTORY_KEYS
-    assert not set(fe.LLAMAFACTORY_MARKERS) & fields
 
 
 def test_script_keys_far_from_any_field_are_left_alone(reg):
@@ -467,20 +462,6 @@ def test_duplicates_in_yaml_and_nested_deepspeed_are_warnings(registry):
         ("KB038", "deepspeed.zero_optimization", 4)
     ]
     assert yaml.safe_load(text)["deepspeed"]["zero_optimization"] == {"stage": 2}  # PyYAML: the last wins
-
-
-def test_llamafactory_key_list_regenerates_from_sources(tmp_path):
-    """llamafactory_keys() reads dataclass fields the way LLAMAFACTORY_KEYS was generated."""
-    d = tmp_path / "hparams"
-    d.mkdir()
-    (d / "data_args.py").write_text(
-        "from dataclasses import dataclass, field\n@dataclass\nclass DataArguments:\n"
-        "    template: str | None = field(default=None)\n    _private: int = 0\n"
-        "class NotADataclass:\n    other: int = 1\n"
-    )
-    assert fe.llamafactory_keys(d) == {"template"}
-    assert dataclasses.is_dataclass(fe.Outcome)  # the parse result is plain data
-    assert Path(fe.__file__).name == "frontends.py"
 
 
 def test_parse_config_records_every_repeat_with_its_line():

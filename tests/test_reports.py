@@ -178,9 +178,9 @@ def test_mem_text_in_english_is_unchanged_by_the_report():
 def test_lint_text_in_chinese_has_a_chinese_header():
     r = CliRunner().invoke(main, ["lint", str(EX / "llamafactory.yaml"), "--lang", "zh"])
     first = r.output.splitlines()[0]
-    assert first.endswith("training_args 配置（yaml），2 条发现") and "finding" not in r.output
+    assert "llamafactory 配置（yaml）" in first and "finding" not in r.output
     r = CliRunner().invoke(main, ["lint", str(EX / "llamafactory.yaml")])
-    assert r.output.splitlines()[0].endswith(": training_args config (yaml), 2 finding(s)")
+    assert r.output.splitlines()[0].endswith(": llamafactory config (yaml), 2 finding(s)")
 
 
 def test_lint_report_counts_and_language(registry):

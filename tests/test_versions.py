@@ -33,7 +33,9 @@ from kb.registry.versions import (
 )
 
 FIX = Path(__file__).parent / "fixtures" / "versions"
-PACKAGES = ("accelerate", "deepspeed", "peft", "torch", "transformers")
+# the sampled libraries (data/registry/<pkg>.jsonl) and the packages only a timeline records (the front ends)
+PACKAGES = ("accelerate", "axolotl", "deepspeed", "llamafactory", "ms-swift", "peft", "torch", "transformers", "trl")
+INSTALLED = ("accelerate", "deepspeed", "peft", "torch", "transformers")  # pyproject's registry extra
 
 
 def test_packages_are_those_the_registry_records(registry):
@@ -67,6 +69,7 @@ def sources(v: Versions) -> set[str]:
                 "accelerate": "0.34.2",
                 "peft": "0.12.0",
                 "torch": "2.4.0+cu121",
+                "trl": "0.11.4",  # a front end the timeline records (data/registry/timeline/trl.json)
             },
             {"cuda": "12.1", "nccl": "2.20.5"},
         ),
@@ -295,7 +298,9 @@ def test_bad_versions_arg_names_the_token(arg, token, key):
 
 
 def test_empty_versions_arg_lists_what_is_accepted():
-    with pytest.raises(ValueError, match="accelerate, deepspeed, peft, torch, transformers"):
+    with pytest.raises(
+        ValueError, match="accelerate, axolotl, deepspeed, llamafactory, ms-swift, peft, torch, transformers, trl"
+    ):
         parse_versions_arg("  ")
 
 
@@ -304,7 +309,7 @@ def test_empty_versions_arg_lists_what_is_accepted():
 
 def test_environment_reads_installed_metadata():
     v = versions_from_environment()
-    for pkg in PACKAGES:
+    for pkg in INSTALLED:
         assert v[pkg] == md.version(pkg)
         assert v.pins[pkg].source == "environment"
     assert v["torch"].endswith("+cpu") and "+" not in v.as_pins()["torch"]  # label kept for display only
@@ -494,7 +499,7 @@ def test_kb_env_shows_the_environment():
     r = run()
     assert r.exit_code == 0, r.output
     assert "current environment" in r.output
-    for pkg in PACKAGES:
+    for pkg in INSTALLED:
         assert f"{pkg} " in r.output and md.version(pkg) in r.output
     zh = run("--lang", "zh")
     assert "当前环境" in zh.output and md.version("deepspeed") in zh.output
@@ -519,7 +524,7 @@ def test_kb_env_from_file_and_stdin():
 
 def test_kb_env_from_text_with_nothing_in_it():
     r = run("--from", "-", input="Llama-7B on A100 80G with ZeRO-3\n")
-    assert r.exit_code == 0 and "No version of accelerate, deepspeed" in r.output
+    assert r.exit_code == 0 and "No version of accelerate, axolotl, deepspeed" in r.output
 
 
 def test_kb_env_flag_wins_and_conflicts_are_shown():

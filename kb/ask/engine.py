@@ -12,10 +12,11 @@ from pathlib import Path
 
 from kb import contract as C
 from kb.ask import rank
+from kb.ask.facts import PREFIX, fact_result, registry_facts
 from kb.ask.names import judge_names
 from kb.ask.question import MAX_QUERY_CHARS, QueryError, Question, read_question
 from kb.ask.result import entry_result
-from kb.ask.retrieve import Retriever
+from kb.ask.retrieve import Hit, Retriever
 from kb.doctor.configs import ConfigError
 from kb.i18n import t
 from kb.index.load import IndexCorrupt, IndexMissing, IndexStale, check_fresh, load_index
@@ -109,20 +110,43 @@ class Engine:
         entries = self.index.entries
         ctx = rank.Context(q, entries, facts, pointed, named=bool(resolved), units=self.index.units)
         ranked = rank.score(found, ctx)
-        sel = rank.select(
-            ranked, k, pinned, lambda eid: applies(entries[eid].get("applies_to") or {}, ps, "en")[0], MAX_CLOSEST
-        )
+        # the registry's own answers (a name renamed / removed / added / deprecated), ranked with the entries
+        lifecycle = {
+            PREFIX + f.rid: f for f in registry_facts(q.param_names, q.text, self.registry._default_view(), view)
+        }
+        if lifecycle:
+            ranked = sorted(
+                [*ranked, *(Hit(rid, score=f.score) for rid, f in lifecycle.items())],
+                key=lambda h: (-h.score, h.entry_id),
+            )
+
+        def entry_applies(eid: str) -> bool | None:
+            return None if eid in lifecycle else applies(entries[eid].get("applies_to") or {}, ps, "en")[0]
+
+        sel = rank.select(ranked, k, pinned, entry_applies, MAX_CLOSEST)
         results: list[C.Result] = []
         closest: list[C.Closest] = []
         if sel.answered:
-            why = [rank.why(h, ctx, lang) for h in sel.results]
-            results = [
-                entry_result(entries[h.entry_id], lang, view, h.score, w, q.name_set, ps, q.front_end, rank.steps(h))
-                for h, w in zip(sel.results, why, strict=True)
-            ]
+            for h in sel.results:
+                if h.entry_id in lifecycle:
+                    results.append(fact_result(lifecycle[h.entry_id], lang, view))
+                    continue
+                w = rank.why(h, ctx, lang)
+                results.append(
+                    entry_result(
+                        entries[h.entry_id], lang, view, h.score, w, q.name_set, ps, q.front_end, rank.steps(h)
+                    )
+                )
         else:
             closest = [
-                C.Closest(h.entry_id, entries[h.entry_id]["title"][lang], round(h.score, 3)) for h in sel.closest
+                C.Closest(
+                    h.entry_id,
+                    fact_result(lifecycle[h.entry_id], lang, view).title
+                    if h.entry_id in lifecycle
+                    else entries[h.entry_id]["title"][lang],
+                    round(h.score, 3),
+                )
+                for h in sel.closest
             ]
         stated = q.stated.facts
         return C.Answer(

@@ -149,10 +149,15 @@ def check_entry(le: LoadedEntry, reg: Registry, known_ids: set[str]) -> list[Pro
     return [p for code in sorted(CHECKS) if CHECKS[code].scope == "entry" for p in CHECKS[code].run(le, reg, known_ids)]
 
 
-def check_json(problems: list[Problem], unchecked: list[Unchecked]) -> str:
-    """``kb check --json``: the problems, and the code sources CHK008 could not check (info, not problems)."""
+def check_json(problems: list[Problem], unchecked: list[Unchecked], touched: list[Any] = ()) -> str:  # type: ignore[assignment]
+    """``kb check --json``: the problems, the code sources CHK008 could not check, and the entries whose parameters
+    the newest recorded releases changed (``touched_by_release``; info, not problems)."""
     return json.dumps(
-        {"problems": [asdict(p) for p in problems], "unchecked": [asdict(u) for u in unchecked]},
+        {
+            "problems": [asdict(p) for p in problems],
+            "unchecked": [asdict(u) for u in unchecked],
+            "touched": [asdict(t) for t in touched],
+        },
         ensure_ascii=False,
         indent=2,
     )
@@ -1033,6 +1038,19 @@ def _records_for(sn: ShownName, reg: Registry) -> tuple[list[dict[str, Any]], st
     return [r for r in [first, *sorted(same, key=_api_order)] if r], v.verdict
 
 
+def _may_mean(name: str, r: dict[str, Any]) -> bool:
+    """Can a shown name mean record ``r``? A front end's argument read only from its timeline (a field of an
+    argument class) is meant by a bare name or by a name that says whose it is (``trl.GRPOConfig``,
+    ``GRPOConfig.beta``), never by an attribute of an unrelated object (``tokenizer.add_tokens``, ``z.offload_optimizer``)."""
+    if not r.get("from_timeline"):
+        return True
+    bare = name.lstrip("-.")
+    if "." not in bare:
+        return True
+    head = bare.split(".", 1)[0]
+    return head == r["package"] or head == r["path"].split(".", 1)[0] or head in (r.get("owners") or [])
+
+
 def entry_links(e: Entry, reg: Registry) -> list[Link]:
     """The shown names of one entry that are not linked, with what would link them."""
     myth_names = {mn.name for m in e.myths for mn in m.names}
@@ -1043,8 +1061,11 @@ def entry_links(e: Entry, reg: Registry) -> list[Link]:
     for sn in shown_names(e):
         n = sn.name
         bare = n.lstrip("-.")
+        pkg_head, _, in_pkg = bare.partition(".")
         if n in external or bare in external or bare.rsplit(".", 1)[-1] in myth_names or bare in myth_names:
             continue
+        if in_pkg and pkg_head in reg.versions and in_pkg in external:
+            continue  # trl.DPOTrainer, declared as DPOTrainer: the package-qualified spelling of an external name
         # a fix's text links through that fix's params or the entry's; the entry's own text (title, summary,
         # causes, myths) through any of them, since the answer shows them all as its verified names
         listed = entry_recs + (fix_recs[sn.fix] if sn.fix is not None else [r for f in fix_recs for r in f])
@@ -1055,7 +1076,9 @@ def entry_links(e: Entry, reg: Registry) -> list[Link]:
             continue
         if sn.how == "json" and not recs:
             continue  # CHK005 reports a key that is not a DeepSpeed config key; FREE_FORM keys are data
-        recs = [r for r in recs if r["kind"] not in _NOT_LINKABLE]
+        recs = [r for r in recs if r["kind"] not in _NOT_LINKABLE and _may_mean(n, r)]
+        if not recs and status in ("not-a-config-key", "exact", "outside"):
+            continue
         if recs:
             recs = [r for r in recs if _means(sn, r)] or recs
             # a current record first (not deprecated, not removed in the newest release), then a parameter of a
@@ -1417,3 +1440,73 @@ def chk012(loaded: list[LoadedEntry]) -> Iterable[Problem]:
 
 if __name__ == "__main__":
     print(checks_markdown())
+
+
+# ---------------------------------------------------------------- what a new release touches (kb registry add)
+
+
+@dataclass(frozen=True)
+class Touched:
+    """An entry that names a parameter the newest recorded release of its package changed: info for ``kb check``,
+    the list a reviewer reads after ``kb registry add`` (a curated KB rots when its libraries move)."""
+
+    file: str
+    entry: str
+    param: str  # the registry id the entry names
+    package: str
+    release: str  # the release that changed it
+    change: str  # added | removed | default | deprecated, with the detail
+
+    def __str__(self) -> str:
+        return (
+            f"{self.file}: CHK-release info {self.entry}: {self.param}: {self.change} in {self.package} {self.release}"
+        )
+
+
+def touched_by_release(
+    loaded: list[LoadedEntry], registry: Registry, releases: dict[str, str] | None = None
+) -> list[Touched]:
+    """The entries whose parameters changed in ``releases`` (package -> release; default: the newest release of
+    every package a timeline records), from the timelines' events (kb/registry/timeline.py)."""
+    base = registry._default_view()
+    wanted = releases or {p: tl.newest for p, tl in base.timelines.items()}
+    out: list[Touched] = []
+    for le in loaded:
+        e = le.entry
+        ids = list(dict.fromkeys([*e.params, *(p for f in e.fixes for p in f.params)]))
+        for rid in ids:
+            pkg = rid.split(":", 1)[0]
+            tl = base.timelines.get(pkg)
+            rel = wanted.get(pkg)
+            if tl is None or rel is None or rid not in tl.names:
+                continue
+            for ev in tl.history(rid):
+                if ev["release"] != rel or ev["event"] == "present":
+                    continue
+                detail = {
+                    "added": "added",
+                    "removed": f"removed (last in {ev.get('last')})",
+                    "default": f"default is now {ev.get('default')}",
+                    "deprecated": f"deprecated: {ev.get('message')}",
+                }[ev["event"]]
+                out.append(Touched(str(le.path), e.id, rid, pkg, rel, detail))
+    return sorted(out, key=lambda t: (t.file, t.param))
+
+
+def touched_summary(touched: list[Touched], most: int = 5) -> list[str]:
+    """One line per package release for ``kb check``: how many entries name parameters it changed (``--json`` lists
+    every one)."""
+    by: dict[tuple[str, str], list[Touched]] = {}
+    for t in touched:
+        by.setdefault((t.package, t.release), []).append(t)
+    lines = []
+    for (pkg, rel), ts in sorted(by.items()):
+        ids = sorted({t.entry for t in ts})
+        params = sorted({t.param.split(":", 1)[1] for t in ts})
+        more = f" (+{len(ids) - most} more)" if len(ids) > most else ""
+        lines.append(
+            f"release info: {pkg} {rel} changed {len(params)} parameter(s) named by {len(ids)} "
+            f"{'entry' if len(ids) == 1 else 'entries'} ({', '.join(params[:most])}): {', '.join(ids[:most])}{more}; "
+            "re-read them (kb check --json lists each)"
+        )
+    return lines

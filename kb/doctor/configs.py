@@ -18,6 +18,9 @@ from typing import Any
 MAX_CONFIG_BYTES = 1_000_000
 MAX_NESTING = 64  # real configs nest 4-5 deep; deeper is not a config (and would exhaust the recursion limit)
 LAUNCHERS = ("deepspeed", "accelerate", "torchrun", "python", "python3")
+# front ends' own command lines: ``swift sft --model ...`` and ``trl sft --model_name_or_path ...`` take their
+# arguments as flags of HfArgumentParser-style dataclasses, so they are linted like that front end's file
+FRONT_CLIS = {"swift": "swift", "trl": "trl"}
 
 
 @dataclass
@@ -52,6 +55,11 @@ class ParsedConfig:
     lines: dict[str, int] = field(default_factory=dict)  # dotted key path -> 1-based line
     # every repeated key: (dotted path, line of the repeat); json/yaml keep the last value silently
     duplicates: list[tuple[str, int | None]] = field(default_factory=list)
+    # the front end a key: value file is written for (kb.doctor.dialect.detect, from the registry's argument
+    # classes): llamafactory | axolotl | trl | swift; None: bare TrainingArguments, or not decided yet
+    dialect: str | None = None
+    command: str | None = None  # a front end's command line: "swift sft", "trl dpo"
+    env: dict[str, str] = field(default_factory=dict)  # a front end's command line: its VAR=value prefix
 
     def line(self, path: str) -> int | None:
         while path:
@@ -68,8 +76,9 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
     stripped = text.strip()
     if not stripped:
         raise ConfigError(f"{source}: config is empty")
-    if _looks_like_command(stripped):
-        return _parse_command(stripped, source)
+    script = _shell_command(stripped)
+    if script is not None:
+        return _parse_command(script, source, text)
     depth, at = _max_nesting(stripped)
     if depth > MAX_NESTING:
         raise ConfigError(
@@ -298,16 +307,52 @@ def _kind(d: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- launch command lines
 
 
+_ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$")  # nnodes=2, export MASTER_PORT=29500
+
+
 def _looks_like_command(text: str) -> bool:
+    text = re.sub(r"\\\s*\n", " ", text)
     first = text.lstrip().split(None, 1)[0] if text.split() else ""
     first = first.rsplit("/", 1)[-1]
     env = re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)+", text)
     if env:
         first = text[env.end() :].split(None, 1)[0] if text[env.end() :].split() else ""
-    return first in LAUNCHERS
+    return first in LAUNCHERS or first in FRONT_CLIS
 
 
-def _parse_command(text: str, source: str) -> ParsedConfig:
+def _shell_command(text: str) -> str | None:
+    """The launch command of a pasted command line or shell script, or None when the text is not one.
+
+    A script's comment lines, blank lines and ``name=value`` assignments before the command are skipped (the
+    assignments' ``$name`` / ``${name}`` are substituted in the command, as the shell would); the command runs to
+    the first line that does not end in a backslash."""
+    lines = text.splitlines()
+    assigned: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        ln = lines[i].strip()
+        if not ln or ln.startswith("#") or ln.startswith("#!"):
+            i += 1
+            continue
+        m = _ASSIGN.match(ln)
+        if m and not ln.endswith("\\"):
+            assigned[m.group(1)] = m.group(2).strip("'\"")
+            i += 1
+            continue
+        break
+    rest = lines[i:]
+    if not rest or not _looks_like_command("\n".join(rest)):
+        return None
+    end = 0
+    while end < len(rest) and rest[end].rstrip().endswith("\\"):
+        end += 1
+    cmd = "\n".join(rest[: end + 1])
+    for name, value in sorted(assigned.items(), key=lambda kv: -len(kv[0])):
+        cmd = re.sub(rf"\$(?:{name}\b|\{{{name}\}})", value, cmd)
+    return cmd
+
+
+def _parse_command(text: str, source: str, original: str | None = None) -> ParsedConfig:
     joined = re.sub(r"\\\s*\n", " ", text)
     try:
         argv = shlex.split(joined, comments=True)
@@ -320,6 +365,8 @@ def _parse_command(text: str, source: str) -> ParsedConfig:
     if not argv:
         raise ConfigError(f"{source}: empty command line")
     prog = argv.pop(0).rsplit("/", 1)[-1]
+    if prog in FRONT_CLIS:
+        return _front_cli(prog, argv, env, source, original or text)
     launcher = prog
     command = prog if prog in ("deepspeed", "torchrun") else None  # the CLI whose parser reads argv (registry)
     if prog == "accelerate" and argv[:1] == ["launch"]:
@@ -348,6 +395,36 @@ def _parse_command(text: str, source: str) -> ParsedConfig:
     }
     lines = {f"launcher_args.{k}": 1 for k in launcher_args} | {f"script_args.{k}": 1 for k in script_args}
     return ParsedConfig("launch", data, source, "cmdline", lines)
+
+
+def _front_cli(prog: str, argv: list[str], env: dict[str, str], source: str, text: str) -> ParsedConfig:
+    """``swift sft --model M ...`` / ``trl sft ...``: the subcommand's flags as a mapping of argument -> value (a
+    flag given several values keeps them as a list), linted as that front end's file (``dialect``)."""
+    sub = argv.pop(0) if argv and not argv[0].startswith("-") else None
+    data: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("--"):
+            i += 1
+            continue
+        key, eq, val = a[2:].partition("=")
+        vals = [val] if eq else []
+        j = i + 1
+        while not eq and j < len(argv) and not argv[j].startswith("--"):
+            vals.append(argv[j])
+            j += 1
+        data[key] = True if not vals else vals[0] if len(vals) == 1 else vals
+        i = j if not eq else i + 1
+    lines = {}
+    for n, ln in enumerate(text.splitlines(), 1):
+        for m in re.finditer(r"(?<!\S)--([A-Za-z_][\w-]*)", ln):
+            lines.setdefault(m.group(1), n)
+    cfg = ParsedConfig("training_args", data, source, "cmdline", lines)
+    cfg.dialect = FRONT_CLIS[prog]
+    cfg.command = f"{prog} {sub}" if sub else prog
+    cfg.env = env
+    return cfg
 
 
 def _flags(argv: list[str], stop_at_script: bool) -> tuple[dict[str, Any], int]:
@@ -379,6 +456,12 @@ def _flags(argv: list[str], stop_at_script: bool) -> tuple[dict[str, Any], int]:
 # ---------------------------------------------------------------- facts for retrieval
 
 
+def deepspeed_setting(cfg: ParsedConfig) -> Any:
+    """The raw value a TrainingArguments-style file gives its ``deepspeed`` argument (a path, a preset name such as
+    ms-swift's ``zero2``, an inline mapping), or None."""
+    return cfg.data.get("deepspeed") if cfg.kind != "deepspeed" else None
+
+
 def deepspeed_block(cfg: ParsedConfig) -> tuple[dict[str, Any] | None, str]:
     """The DeepSpeed JSON a config carries, and where it sits (a dotted prefix for messages).
 
@@ -386,9 +469,9 @@ def deepspeed_block(cfg: ParsedConfig) -> tuple[dict[str, Any] | None, str]:
     ``deepspeed:``; accelerate YAML and launch lines carry none (accelerate's ``deepspeed_config`` is a
     different dialect; see ``facts_from_config``). Every reader of "the DeepSpeed part" calls this."""
     d = cfg.data
-    if cfg.kind in ("deepspeed", "unknown"):
+    if cfg.kind in ("deepspeed", "unknown") and not cfg.dialect:
         return d, ""
-    if cfg.kind == "training_args" and isinstance(d.get("deepspeed"), dict):
+    if (cfg.kind == "training_args" or cfg.dialect) and isinstance(d.get("deepspeed"), dict):
         return d["deepspeed"], "deepspeed."
     return None, ""
 

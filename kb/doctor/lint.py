@@ -2,7 +2,7 @@
 
 Deterministic rules over the parsed config and the parameter registry; no DeepSpeed at run time.
 
-This module is the entry point: it imports every rule module (kb/doctor/rules/: core KB001-KB029,
+This module is the entry point: it imports every rule module (kb/doctor/rules/: core KB001-KB029, dialects KB090-KB092,
 frontends KB030-KB039, types KB040-KB049, sites KB050-KB069), so ``RULES`` holds them all, and lints
 with them (``lint_config``). The engine (the rule registry, ``rule``, ``Ctx``, ``Finding``, ``Case``)
 is ``kb.doctor.engine``, which imports no rule module; each rule module imports only the engine.
@@ -14,7 +14,7 @@ The rule table of docs/lint.md is generated from ``RULES`` (``python -m kb.docto
 from __future__ import annotations
 
 from kb.doctor.engine import FREE_FORM, RETIRED, RULES, SEVERITIES, VIEWS, Case, Ctx, Finding, Rule, rule, run
-from kb.doctor.rules import core, frontends, sites, types
+from kb.doctor.rules import core, dialects, frontends, runtime, sites, types
 
 __all__ = [
     "CORE_ORACLE",
@@ -34,7 +34,14 @@ __all__ = [
     "rules_markdown",
 ]
 
-RULE_MODULES = (core, frontends, sites, types)  # every rule module: importing one registers its rules
+RULE_MODULES = (
+    core,
+    dialects,
+    frontends,
+    runtime,
+    sites,
+    types,
+)  # every rule module: importing one registers its rules
 CORE_ORACLE = core.ORACLE  # proves the validity rules of the core module
 
 

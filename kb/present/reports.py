@@ -25,6 +25,13 @@ def lint(r: LintReport) -> str:
     """``kb lint``: one line per finding (file:line, code, severity, path, message), its fix and its entry."""
     lb = L(r.lang)
     out = [lb["lint_head"].format(name=r.file, kind=r.config_kind, fmt=r.config_format, n=len(r.findings))]
+    if r.versions:
+        sep = "；" if r.lang == "zh" else "; "
+        parts = [
+            f"{v.package} {v.version}" + (f" ({lb['lint_assumed']}: {v.reason})" if v.origin == "assumed" else "")
+            for v in r.versions
+        ]
+        out.append(f"{r.file}: {lb['lint_versions']}: {sep.join(parts)}")
     for f in r.findings:
         loc = f"{r.file}:{f.line}" if f.line else r.file
         out.append(f"{loc}: {f.code} {f.severity} {f.path}: {f.message}")
@@ -274,6 +281,7 @@ def lookup(
     history: list[tuple[str, dict[str, Any] | None]] = (),  # type: ignore[assignment]
     spellings: list[dict[str, Any]] = (),  # type: ignore[assignment]
     judged_by: dict[str, str] | None = None,
+    releases: dict[str, Any] | None = None,
 ) -> str:
     by = f"  (judged by {', '.join(f'{p} {v}' for p, v in sorted(judged_by.items()))})" if judged_by else ""
     out = [f"{name}: {lk['status']}{by}"]
@@ -291,6 +299,17 @@ def lookup(
                 continue
             dep = "  deprecated" if h.get("deprecated") else ""
             out.append(f"    {rel:<10} default={h['default']}{dep}  {h['source_file']}:{h['source_line']}")
+    if releases:
+        w0, w1 = releases["window"]
+        out.append(f"  every minor release of {releases['package']} ({releases['minors']} from {w0} to {w1}):")
+        spans = ", ".join(f"{a}..{b}" for a, b in releases["spans"])
+        gone = f"; removed in {releases['removed_in']}" if releases.get("removed_in") else ""
+        out.append(f"    present in {spans}{gone}")
+        for e in releases["events"]:
+            if e["event"] == "default":
+                out.append(f"    {e['release']:<10} default -> {e['default']}")
+            elif e["event"] == "deprecated":
+                out.append(f"    {e['release']:<10} deprecated: {e['message']}")
     if len(spellings) > 1:
         out.append("  spellings: " + "; ".join(f"{s['name']} ({s['since']}..{s['until']})" for s in spellings))
     if lk["suggestions"]:

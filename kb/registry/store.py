@@ -13,9 +13,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 from kb.paths import registry_dir
+
+if TYPE_CHECKING:
+    from kb.registry.timeline import Timeline
 
 CONFIG_KINDS = ("config_key", "config_section", "yaml_key")
 SITE_KINDS = ("raise_site", "warn_site")
@@ -92,6 +95,12 @@ class Record(TypedDict):
     since: NotRequired[str]  # status "absent": the first recorded release that has it
     until: NotRequired[str]  # status "absent" or "removed": the last recorded release that has it
     unrecorded_in: NotRequired[str]  # recorded from a later release; not provably missing from this one
+    removed_in: NotRequired[str]  # status "absent" (removed) or "removed": the first release without it (a timeline's)
+    # from a timeline only (kb/registry/timeline.py): the classes that expose a field declared in a mixin, the
+    # class of another package a front end's argument class extends
+    owners: NotRequired[list[str]]
+    inherits: NotRequired[str | None]
+    from_timeline: NotRequired[bool]  # the record exists only in a timeline (no sampled release built it)
 
 
 class Spelling(TypedDict):
@@ -152,22 +161,39 @@ class Registry:
     ``until``) so a check can say "not in your version" instead of "does not exist".
     """
 
-    def __init__(self, records: Iterable[Mapping[str, Any]], pins: dict[str, str] | None = None):
+    def __init__(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        pins: dict[str, str] | None = None,
+        timelines: "Mapping[str, Timeline] | None" = None,
+        exact: dict[str, str] | None = None,
+    ):
         from kb.registry.order import version_key  # packaging: imported with the first registry, not this module
 
+        self.timelines: dict[str, Timeline] = dict(timelines or {})
         self._all = _merged(list(records))
         self._by_base_id_all = {r["id"]: r for r in self._all}
         releases: dict[str, set[str]] = defaultdict(set)
         for r in self._all:
-            releases[r["package"]].update(r["releases"])
+            if not r.get("from_timeline") or r["package"] not in self.timelines:
+                releases[r["package"]].update(r["releases"])
+        for pkg, tl in self.timelines.items():
+            if pkg not in releases:  # a package only a timeline records (a front end): its releases are the timeline's
+                releases[pkg].update(tl.releases)
         self.releases = {p: sorted(v, key=version_key) for p, v in sorted(releases.items())}
-        # release -> its place among the package's releases, oldest first: every order below is this one
-        self._order = {p: {rel: i for i, rel in enumerate(v)} for p, v in self.releases.items()}
+        # release -> its place among the package's releases and its timeline's, oldest first: every order below
+        self._order = {
+            p: {rel: i for i, rel in enumerate(sorted(set(v) | set(self._tl_releases(p)), key=version_key))}
+            for p, v in self.releases.items()
+        }
         self.pins = dict(pins or {})  # package -> the recorded release this view shows
         unknown = sorted(f"{p} {v}" for p, v in self.pins.items() if v not in self._order.get(p, {}))
         if unknown:
             raise ValueError(f"a view pins releases the registry does not record: {', '.join(unknown)}")
-        self.versions = {p: self.pins.get(p, v[-1]) for p, v in self.releases.items()}
+        # package -> the timeline release that stands for the user's version (names a timeline covers are judged
+        # there, to the minor release; the other records by the sampled release of ``pins``)
+        self.exact = {p: v for p, v in (exact or {}).items() if p in self.timelines and v in self._order.get(p, {})}
+        self.versions = {p: self.exact.get(p) or self.pins.get(p, v[-1]) for p, v in self.releases.items()}
         self.newest = {p: v[-1] for p, v in self.releases.items()}
         self.records = [v for v in (self._view(r) for r in self._all) if v is not None]
         self.by_id = {r["id"]: r for r in self.records}
@@ -197,14 +223,94 @@ class Registry:
                 if r["kind"] in CONFIG_KINDS:
                     self.by_path[r["path"].rsplit(".", 1)[0] + "." + a if "." in r["path"] else a].append(r)
 
+    def _tl_releases(self, pkg: str) -> list[str]:
+        tl = self.timelines.get(pkg)
+        return tl.releases if tl is not None else []
+
+    def _covered(self, r: Record) -> bool:
+        """Is ``r`` judged by its package's timeline (every minor release) rather than by the samples alone?"""
+        tl = self.timelines.get(r["package"])
+        return tl is not None and r["id"] in tl.names and r["package"] in self._sampled_packages
+
+    @cached_property
+    def _sampled_packages(self) -> frozenset[str]:
+        """Packages whose records were built from sampled releases (data/registry/<pkg>.jsonl), beside a timeline."""
+        return frozenset(
+            r["package"] for r in self._all if not r.get("from_timeline") and r["package"] in self.timelines
+        )
+
+    def presence(self, rid: str) -> list[tuple[str, bool | None]]:
+        """(release, has it) for every release of the record's package that says something, oldest first: the
+        sampled releases by their build (authoritative there), the timeline's between them; None where absence
+        is not evidence (a key under a section that release did not validate)."""
+        grid = self._grids.get(rid)
+        if grid is not None:
+            return grid
+        r = self._by_base_id_all.get(rid)
+        if r is None:
+            return []
+        pkg = r["package"]
+        tl = self.timelines.get(pkg)
+        sampled = set(self.releases.get(pkg, [])) if pkg in self._sampled_packages else set()
+        own = set(r["releases"])
+        out: list[tuple[str, bool | None]] = []
+        for rel in sorted(self._order.get(pkg, {}), key=self._order[pkg].__getitem__):
+            if rel in sampled and not r.get("from_timeline"):
+                if rel in own:
+                    out.append((rel, True))
+                elif self._older(rel, r["releases"][0], pkg) and self._unprovable(r, rel):
+                    out.append((rel, None))
+                else:
+                    out.append((rel, False))
+            elif tl is not None and rid in tl.names:
+                has = tl.present(rid, rel)
+                if has is False and not self._timeline_proves_absent(tl, r, rel):
+                    has = None
+                out.append((rel, has))
+        self._grids[rid] = out
+        return out
+
+    @cached_property
+    def _grids(self) -> dict[str, list[tuple[str, bool | None]]]:
+        return {}
+
+    def _timeline_proves_absent(self, tl: "Timeline", r: Record, rel: str) -> bool:
+        """A timeline's "not in this release" is evidence for a field, flag or argument; for a DeepSpeed config key
+        only when the timeline read its section in that release (or the key is at the top level)."""
+        if r["kind"] not in CONFIG_KINDS or "." not in r["path"]:
+            return True
+        parent = f"{r['package']}:{r['path'].rsplit('.', 1)[0]}"
+        return bool(tl.present(parent, rel))
+
+    def span(self, rid: str) -> tuple[str, str] | None:
+        """(first, last) release known to have ``rid`` across samples and timeline."""
+        have = [rel for rel, has in self.presence(rid) if has]
+        return (have[0], have[-1]) if have else None
+
+    def removed_in(self, rid: str) -> str | None:
+        """The first release after the last one that has ``rid`` (None: the newest still has it, or unknown)."""
+        grid = self.presence(rid)
+        last = max((i for i, (_, has) in enumerate(grid) if has), default=None)
+        if last is None:
+            return None
+        for rel, has in grid[last + 1 :]:
+            if has is False:
+                return rel
+            if has is None:
+                return None
+        return None
+
     def _view(self, r: Record) -> Record | None:
         """The record as this view shows it (its release's values), or None when it is not shown."""
         pkg = r["package"]
+        if self._covered(r):
+            return self._timeline_view(r)
         rel = self.pins.get(pkg)
         if rel is None:  # default view: the newest release
             if r["releases"][-1] == self.newest[pkg]:
                 return r
-            return {**r, "status": "removed", "until": r["releases"][-1]}
+            gone = self.removed_in(r["id"]) if pkg in self.timelines else None
+            return {**r, "status": "removed", "until": r["releases"][-1], **({"removed_in": gone} if gone else {})}
         if rel in r["releases"]:
             return at_release(r, rel)
         first, last = r["releases"][0], r["releases"][-1]
@@ -213,7 +319,35 @@ class Registry:
             # a key under a section that release did not validate (no pydantic model): the builder saw
             # only the keys DeepSpeed read on its probes, so absence there is not evidence; say nothing
             return {**at_release(r, first), "unrecorded_in": rel}
-        return {**r, "status": "absent", "absent": absent, "since": first, "until": last}
+        out: dict[str, Any] = {**r, "status": "absent", "absent": absent, "since": first, "until": last}
+        if absent == "removed" and pkg in self.timelines and (gone := self.removed_in(r["id"])):
+            out["removed_in"] = gone
+        return cast(Record, out)
+
+    def _timeline_view(self, r: Record) -> Record:
+        """``_view`` for a record its package's timeline covers: present or absent at the user's exact minor
+        release; the values are those of the nearest sampled release that has it."""
+        pkg = r["package"]
+        rel = self.exact.get(pkg) or self.pins.get(pkg) or self.newest[pkg]
+        grid = dict(self.presence(r["id"]))
+        has = grid.get(rel)
+        sp = self.span(r["id"])
+        first, last = sp if sp else (r["releases"][0], r["releases"][-1])
+        gone = self.removed_in(r["id"])
+        if has:
+            if not self.pins.get(pkg) and not self.exact.get(pkg):
+                return r  # the default view shows the newest values
+            base = [x for x in r["releases"] if not self._older(rel, x, pkg)] or r["releases"][:1]
+            return at_release(r, base[-1]) if base[-1] != r["version"] else r
+        if has is None:
+            return {**at_release(r, r["releases"][0]), "unrecorded_in": rel}
+        if not self.pins.get(pkg) and not self.exact.get(pkg):
+            return {**r, "status": "removed", "until": last, **({"removed_in": gone} if gone else {})}
+        absent: Literal["added", "removed"] = "added" if self._older(rel, first, pkg) else "removed"
+        out: dict[str, Any] = {**r, "status": "absent", "absent": absent, "since": first, "until": last}
+        if absent == "removed" and gone:
+            out["removed_in"] = gone
+        return cast(Record, out)
 
     def _older(self, a: str, b: str, package: str) -> bool:
         """Does recorded release ``a`` of ``package`` come before ``b`` (kb.registry.order.version_key's order)?"""
@@ -236,14 +370,21 @@ class Registry:
         when the user's is older than all); ``pins`` says which release each package was judged by."""
         pins = {p: self.release_for(p, v) for p, v in (versions or {}).items() if p in self.releases}
         pins = {p: rel for p, rel in pins.items() if rel}
+        exact = {}
+        for p, v in (versions or {}).items():
+            tl = self.timelines.get(p)
+            found = tl.release_for(v) if tl is not None and v else None
+            if found:
+                exact[p] = found
         base = self._default_view()
         if not pins:
             return base
-        key = tuple(sorted(pins.items()))
+        key = (tuple(sorted(pins.items())), tuple(sorted(exact.items())))
         cache = base.__dict__.setdefault("_views", {})
         if key not in cache:
-            view = Registry(base._all, pins)  # records are format 2 already: _merged passes them through
+            view = Registry(base._all, pins, base.timelines, exact)  # format 2 already: _merged passes them through
             view._default = base
+            view._grids = base._grids  # presence does not depend on the view: computed once
             cache[key] = view
             while len(cache) > 16:  # a bot sees few distinct version sets; keep the newest few
                 cache.pop(next(iter(cache)))
@@ -267,6 +408,8 @@ class Registry:
 
     @classmethod
     def load(cls, root: Path | None = None) -> "Registry":
+        from kb.registry.timeline import TimelineError, load_timelines, timeline_records
+
         root = root or registry_dir()
         records: list[dict[str, Any]] = []
         where: list[tuple[Path, int]] = []  # file and line of each record, for the errors
@@ -277,10 +420,17 @@ class Registry:
                 recs = [_read_line(ln, p, n) for n, ln in numbered]
             records.extend(recs)
             where.extend((p, n) for n, _ in numbered)
-        if not records:
+        try:
+            timelines = load_timelines(root)
+        except TimelineError as e:
+            raise RegistryError(f"{e}; {REBUILD_TIMELINE}") from None
+        if not records and not timelines:
             raise FileNotFoundError(f"no registry records under {root}; run `kb registry build`")
         _check_versions(records, where)
-        return cls(records)
+        have = {r["id"] for r in records}
+        for tl in timelines.values():
+            records.extend(timeline_records(tl, have))
+        return cls(records, timelines=timelines)
 
     # ------------------------------------------------------------ queries
 
@@ -319,13 +469,14 @@ class Registry:
         out: list[Spelling] = []
         for cur in seen:
             r = self._by_base_id[cur]
+            since, until = self.span(cur) or (r["releases"][0], r["releases"][-1])
             out.append(
                 {
                     "id": cur,
                     "name": r["name"],
                     "path": r["path"],
-                    "since": r["releases"][0],
-                    "until": r["releases"][-1],
+                    "since": since,
+                    "until": until,
                     "package": r["package"],
                 }
             )
@@ -347,6 +498,10 @@ class Registry:
         r = self._by_base_id.get(rid)
         if r is None:
             return None
+        tl = self.timelines.get(r["package"])
+        exact = tl.release_for(package_version) if tl is not None and r["id"] in tl.names else None
+        if exact is not None:
+            return dict(self.presence(rid)).get(exact)
         rel = self.release_for(r["package"], package_version)
         return rel in r["releases"]
 
@@ -467,6 +622,7 @@ class Registry:
 
 
 REBUILD = "rebuild the registry with `kb registry build`"
+REBUILD_TIMELINE = "rebuild it with `python -m indexer.registry_timeline`"
 
 
 def _read_file(lines: list[str]) -> list[dict[str, Any]] | None:
@@ -591,7 +747,14 @@ def _merged(records: list[Mapping[str, Any]]) -> list[Record]:
 def _prefer_config(recs: list[Record]) -> Record:
     order = {"config_key": 0, "config_section": 1, "yaml_key": 2, "field": 3, "kwarg": 4}
     return sorted(
-        recs, key=lambda r: (_LIVE.get(r["status"], 0), order.get(r["kind"], 9), r["package"] != "deepspeed", r["id"])
+        recs,
+        key=lambda r: (
+            _LIVE.get(r["status"], 0),
+            order.get(r["kind"], 9),
+            r["package"] != "deepspeed",
+            bool(r.get("from_timeline")),  # a sampled library's record over a front end's argument of the same name
+            r["id"],
+        ),
     )[0]
 
 
@@ -603,7 +766,13 @@ def _prefer_api(recs: list[Record]) -> Record:
     order = {"function": 0, "class": 0, "method": 0, "field": 3, "kwarg": 4, "env": 5, "script": 6, "cli_flag": 7}
     return sorted(
         recs,
-        key=lambda r: (_LIVE.get(r["status"], 0), order.get(r["kind"], 9), PACKAGE_ORDER.get(r["package"], 9), r["id"]),
+        key=lambda r: (
+            _LIVE.get(r["status"], 0),
+            bool(r.get("from_timeline")),  # the libraries' APIs before a front end's argument of the same name
+            order.get(r["kind"], 9),
+            PACKAGE_ORDER.get(r["package"], 9),
+            r["id"],
+        ),
     )[0]
 
 

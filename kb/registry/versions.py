@@ -51,6 +51,7 @@ def _packages_in(kb_data: str) -> tuple[str, ...]:
 
     folder = paths.registry_dir()
     names = {m.group(1) for p in folder.glob("*.jsonl") if (m := _REGISTRY_FILE.match(p.name))}
+    names |= {p.stem for p in (folder / "timeline").glob("*.json")}  # every minor release (kb/registry/timeline.py)
     return tuple(sorted(names))
 
 
@@ -64,7 +65,12 @@ def packages() -> tuple[str, ...]:
 
 
 # other spellings users write, in a flag or in prose (pip normalises - _ . alike; "ds" is DeepSpeed's own short name)
-ALIASES = {"ds": "deepspeed", "pytorch": "torch"}
+ALIASES = {
+    "ds": "deepspeed",
+    "pytorch": "torch",
+    "llama-factory": "llamafactory",  # the repository's name (hiyouga/LLaMA-Factory); PyPI's is llamafactory
+    "swift": "ms-swift",  # the command and import name of PyPI's ms-swift
+}
 FACTS = ("python", "cuda", "nvcc", "nccl")
 FACTS_IN_PROSE = ("python", "cuda", "nccl")  # "nvcc 12.4" in prose is rare; CUDA covers it
 SOURCES = (

@@ -10,12 +10,27 @@ accelerate raises) against DeepSpeed's own config classes.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from kb.doctor.configs import _int
-from kb.doctor.engine import Case, Ctx, KeyVisit, rule, truthy
+from kb.doctor.engine import (
+    ACC_AUTO,
+    ADAM_NUMBERS,
+    ADAM_TYPES,
+    SCHED_NUMBERS,
+    Case,
+    Ctx,
+    KeyVisit,
+    cite,
+    fillers,
+    rule,
+    successor,
+    ticks,
+    truthy,
+)
 from kb.memory.estimate import GiB, model_states
-from kb.registry.store import Registry
+from kb.registry.store import Record, Registry
 
 ORACLE = "tests/test_lint_oracle.py"  # proves this module's validity rules (kb.doctor.engine.Rule.oracle)
 ENTRY_FOR_NAME = {"nvme_path": "nvme-offload-setup", "zero_force_ds_cpu_optimizer": "zero-force-ds-cpu-optimizer"}
@@ -23,6 +38,7 @@ BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_ac
 # ZeRO-1/2 keep one gradient bucket of reduce_bucket_size elements, two with overlap_comm
 # (deepspeed 0.19.8 runtime/zero/stage_1_and_2.py:3256-3280); warn when that doubles past 1 GB
 BUCKET_WARN_BYTES = 1 << 30
+HOMES_SHOWN = 3  # a misplaced key's homes shown (nearest first); `kb registry lookup` lists the rest
 
 
 def _other(v: KeyVisit) -> tuple[str, str]:
@@ -55,6 +71,49 @@ def _unknown(v: KeyVisit) -> bool:
 def _ds(obj: dict[str, Any]) -> dict[str, Any]:
     """A DeepSpeed JSON case (kept as a dict; Case.config dumps it when used)."""
     return obj
+
+
+def _gone(v: KeyVisit) -> Record | None:
+    """The record of a key only older releases have (removed after ``until``), as the view shows it."""
+    r = v.lookup.record
+    return r if v.status == "absent" and r and r.get("absent") == "removed" else None
+
+
+def instead(c: Ctx, rec: Record) -> tuple[str, str] | None:
+    """'write `new` instead: why' for a name the view's release lacks, when the registry shows what replaced it
+    (``kb.doctor.engine.successor``), in both languages; None when it shows nothing."""
+    s = successor(c.reg, rec)
+    if s is None:
+        return None
+    new, old, pkg = s.rec["path"], rec["name"], rec["package"]
+    file = s.rec.get("source_file") or "its source"
+    if s.how == "renamed":
+        why, why_zh = "the registry records the rename", "registry 记录了这次改名"
+    elif s.how == "new":
+        why = (
+            f"in {pkg} {s.since} (the first release the registry built without `{old}`) it stands where `{old}` "
+            f"stood in {file}, with the same type and default (kb infers this from the registry: no release "
+            "states the rename)"
+        )
+        why_zh = (
+            f"在 {pkg} {s.since}（registry 构建过的、第一个没有 `{old}` 的版本）里，它在 {file} 里正好占了 `{old}` "
+            "原来的位置，类型和默认值也一样"
+            "（这是 kb 从 registry 推断的，没有哪个版本明确写过这次改名）"
+        )
+    else:
+        why = (
+            f"by {pkg} {s.since} (the first release the registry built without `{old}`) its type and default had "
+            f"become those of `{old}` (kb infers this from the registry: no release states it)"
+        )
+        why_zh = (
+            f"到 {pkg} {s.since}（registry 构建过的、第一个没有 `{old}` 的版本）时，它的类型和默认值已经变成了 `{old}` 原来的"
+            "（这是 kb 从 registry 推断的，没有哪个版本明确写过）"
+        )
+    doc = (s.rec.get("doc") or "").strip()
+    if doc:
+        why += f'; its doc says: "{doc}"'
+        why_zh += f'；它的文档写的是："{doc}"'
+    return f"write `{new}` instead: {why}", f"改写成 `{new}`：{why_zh}"
 
 
 # ---------------------------------------------------------------- the rules, in code order
@@ -102,7 +161,8 @@ def kb001(c: Ctx) -> None:
     for v in c.keys:
         if _unknown(v) and v.strict:
             other, other_zh = _other(v)
-            hint, hint_zh = c.near(v.path)
+            gone = _gone(v)
+            hint, hint_zh = (gone and instead(c, gone)) or c.near(v.path)
             c.add(
                 v.shown,
                 f"`{v.key}` does not exist under `{v.parent}`: DeepSpeed raises ValidationError "
@@ -121,11 +181,13 @@ def kb001(c: Ctx) -> None:
     "error",
     "unknown-config-keys-silently-ignored",
     views=("deepspeed",),
-    summary="misplaced key: real, but elsewhere (says where)",
+    summary="misplaced key: real, but elsewhere (the 3 nearest homes, nearest path first); only where the registry "
+    "knows every key of the section it is in (else KB022)",
     effect="ValidationError inside a validated section; never read at the top level",
     bad=[
         Case(_ds({"zero_optimization": {"stage": 3, "nvme_path": "/nvme"}}), "nvme_path under zero_optimization"),
         Case(_ds({"stage3_max_live_parameters": 1000, "zero_optimization": {"stage": 3}}), "ZeRO key at top level"),
+        Case(_ds({"zero_optimization": {"stage": 3, "enabled": True}}), "a key with many homes: the 3 nearest shown"),
     ],
     ok=[
         Case(
@@ -133,28 +195,39 @@ def kb001(c: Ctx) -> None:
             "nvme_path inside its offload block",
         ),
         Case(_ds({"zero_optimization": {"stage": 3, "stage3_max_live_parameters": 1000}}), "ZeRO key in place"),
+        Case(
+            _ds({"data_efficiency": {"enabled": True, "data_routing": {"enabled": True}}}),
+            "a section whose keys the registry does not list (KB022)",
+        ),
     ],
     validity=True,
 )
 def kb002(c: Ctx) -> None:
     for v in c.keys:
-        if v.rec is not None or v.status != "misplaced" or not v.where:
-            continue
+        if v.rec is not None or v.status != "misplaced" or not v.where or not v.proven:
+            continue  # unproven (a section the registry did not probe, or a name DeepSpeed's code reads): KB022
         if v.strict:
             effect = "DeepSpeed raises ValidationError (Extra inputs are not permitted)"
             effect_zh = "DeepSpeed 会直接报 ValidationError（Extra inputs are not permitted）"
         else:
             effect = "DeepSpeed never reads it there, so it does nothing"
             effect_zh = "DeepSpeed 根本不会在这里读它，写了等于没写"
-        homes = ", ".join(f"`{w}`" for w in v.where)
+        homes, more = v.where[:HOMES_SHOWN], len(v.where) - HOMES_SHOWN
+        rest = f" (and {more} more places: `kb registry lookup {v.key}` lists them)" if more > 0 else ""
+        rest_zh = f"（另外还有 {more} 处：`kb registry lookup {v.key}` 会全部列出）" if more > 0 else ""
+        here = f"under `{v.parent}`" if v.parent else "at the top level"
+        if len(homes) == 1:
+            fix, fix_zh = f"move it to `{homes[0]}`", f"挪到 `{homes[0]}`"
+        else:
+            fix = f"move it to the one you meant: {' or '.join(f'`{h}`' for h in homes)}"
+            fix_zh = f"挪到你想设置的那一处：{' 或 '.join(f'`{h}`' for h in homes)}"
         c.add(
             v.shown,
-            f"`{v.key}` is not valid {f'under `{v.parent}`' if v.parent else 'at the top level'}: {effect}. "
-            f"It belongs at {homes}.",
-            f"move it to `{v.where[0]}`",
+            f"`{v.key}` is not valid {here}: {effect}. It belongs at {ticks(homes)}{rest}.",
+            fix,
             f"`{v.key}` 不能放在{f' `{v.parent}` 下' if v.parent else '顶层'}：{effect_zh}。"
-            f"它应该放在 {'、'.join(f'`{w}`' for w in v.where)}。",
-            f"挪到 `{v.where[0]}`",
+            f"它应该放在 {ticks(homes, '、')}{rest_zh}。",
+            fix_zh,
             ENTRY_FOR_NAME.get(v.key),
         )
 
@@ -188,20 +261,26 @@ def kb003(c: Ctx) -> None:
             if v.status != "deprecated" or v.rec is None:
                 continue
             repl = v.rec.get("replacement")
+            alts = [f"`{r.strip()}`" for r in repl.split(" or ")] if repl else []
             if v.rec.get("noop"):
                 msg = f"`{v.path}` is deprecated and does nothing: DeepSpeed only logs a warning."
                 msg_zh = f"`{v.path}` 已经 deprecated，而且不起任何作用：DeepSpeed 只会打一条 warning。"
-            else:
+                fix = "delete it: it does nothing, so nothing changes" + (
+                    f" (the setting it stood for is in {' or '.join(alts)})" if alts else ""
+                )
+                fix_zh = "删掉它：它本来就不起作用，删了也没有任何变化" + (
+                    f"（它原本对应的设置在 {' 或 '.join(alts)} 里）" if alts else ""
+                )
+            elif repl:
                 msg = f"`{v.path}` is deprecated; DeepSpeed maps it to `{repl}` with a warning."
                 msg_zh = f"`{v.path}` 已经 deprecated：DeepSpeed 会打一条 warning，然后把它映射到 `{repl}`。"
-            alts = [f"`{r.strip()}`" for r in repl.split(" or ")] if repl else []
-            c.add(
-                v.shown,
-                msg,
-                f"use {' or '.join(alts)}" if repl else "delete it",
-                msg_zh,
-                f"改用 {' 或 '.join(alts)}" if repl else "删掉它",
-            )
+                fix, fix_zh = f"use {' or '.join(alts)}", f"改用 {' 或 '.join(alts)}"
+            else:  # deprecated, still read, and the registry names no replacement: deleting would change the run
+                msg = f"`{v.path}` is deprecated: DeepSpeed still reads it and logs a warning."
+                msg_zh = f"`{v.path}` 已经 deprecated：DeepSpeed 仍然会读它，并打一条 warning。"
+                fix = "keep it until DeepSpeed's warning names what replaces it (it still takes effect)"
+                fix_zh = "先留着（它仍然生效），等 DeepSpeed 的 warning 说明用什么替代再改"
+            c.add(v.shown, msg, fix, msg_zh, fix_zh)
         return
     items = c.data["script_args"] if c.view == "launch" else c.data
     for key in items:
@@ -231,7 +310,9 @@ def kb003(c: Ctx) -> None:
     "error",
     "unknown-config-keys-silently-ignored",
     views=("deepspeed",),
-    summary="key removed from DeepSpeed (`amp`, `sparse_attention`, ...)",
+    summary="key DeepSpeed refuses as a removed feature (`amp`, `sparse_attention`, ...: its removed-feature list, "
+    "status `removed` in the registry), with what its message says to do instead and the last release that accepts "
+    "it; a key only older releases read is not this (KB005 / KB001 say so, with its successor)",
     effect="DeepSpeedConfigError",
     bad=[
         Case(_ds({"amp": {"enabled": True}}), "amp"),
@@ -240,20 +321,42 @@ def kb003(c: Ctx) -> None:
     ok=[
         Case(_ds({"bf16": {"enabled": True}}), "the precision that replaces amp"),
         Case(_ds({"zero_optimization": {"stage": 2}}), "an active section"),
+        Case(_ds({"aio": {"thread_count": 2}}), "read by older releases only, never refused: KB005"),
     ],
     validity=True,
 )
 def kb004(c: Ctx) -> None:
     for v in c.keys:
-        if v.status == "removed" and v.rec is not None:
-            doc = v.rec["doc"] or "removed feature"
-            c.add(
-                v.shown,
-                f"`{v.path}` was removed: DeepSpeed {v.rec['version']} raises DeepSpeedConfigError for it ({doc}).",
-                "delete it",
-                f"`{v.path}` 已经被移除：DeepSpeed {v.rec['version']} 遇到它会直接报 DeepSpeedConfigError（{doc}）。",
-                "删掉它",
-            )
+        if v.status != "removed" or v.rec is None:
+            continue  # a name only older releases have is not this ("absent": KB001 / KB005)
+        rec = v.rec
+        doc = (rec["doc"] or "").strip()
+        said = f': "{doc}"' if doc else ""
+        at = f"{rec['source_file']}:{rec['source_line']}"
+        advice = _advice(doc)
+        last = next((h["version"] for h in reversed(c.reg.history(rec["id"])) if h["status"] != "removed"), None)
+        pin = f"; deepspeed {last} is the last recorded release that still accepts it" if last else ""
+        pin_zh = f"；最后一个还接受它的已记录版本是 deepspeed {last}" if last else ""
+        if advice:
+            fix = f"delete it and do what DeepSpeed's message says: {advice.rstrip('.')}{pin}"
+            fix_zh = f"删掉它，按 DeepSpeed 报错信息里说的做：{advice.rstrip('.')}{pin_zh}"
+        else:
+            fix = f"delete it: DeepSpeed {rec['version']} has the feature no more and names no replacement{pin}"
+            fix_zh = f"删掉它：DeepSpeed {rec['version']} 已经没有这个功能，也没有给出替代{pin_zh}"
+        c.add(
+            v.shown,
+            f"`{v.path}` was removed: DeepSpeed {rec['version']} raises DeepSpeedConfigError for it ({at}){said}",
+            fix,
+            f"`{v.path}` 已经被移除：DeepSpeed {rec['version']} 遇到它会直接报 DeepSpeedConfigError（{at}）"
+            + (f'："{doc}"' if doc else "。"),
+            fix_zh,
+        )
+
+
+def _advice(doc: str) -> str:
+    """The sentences of a removal message that say what to do instead ("Use ...", "Set ...", "Remove ...")."""
+    said = [x.strip() for x in re.split(r"(?<=\.)\s+", doc) if re.match(r"(Use|Set|Remove|Switch|Pass) ", x.strip())]
+    return " ".join(said)
 
 
 @rule(
@@ -262,13 +365,15 @@ def kb004(c: Ctx) -> None:
     "warning",
     "unknown-config-keys-silently-ignored",
     views=("deepspeed", "accelerate", "launch"),
-    summary="silently ignored: unknown top-level key, typo in an unvalidated section (`activation_checkpointing`, "
-    "`aio`, ...), a key accelerate does not read, `zero3_init_flag` below stage 3, `CUDA_VISIBLE_DEVICES` with "
-    "`--include`",
+    summary="silently ignored: unknown top-level key, typo in an unvalidated top-level section "
+    "(`activation_checkpointing`, `aio`, ...), a key only older releases read (`aio.thread_count`: with the key "
+    "that took its place), a key accelerate does not read, `zero3_init_flag` below stage 3, "
+    "`CUDA_VISIBLE_DEVICES` with `--include`; only where the registry can prove DeepSpeed does not read it (KB022)",
     effect="accepted, does nothing",
     bad=[
         Case(_ds({"zero_force_opt_offload": True, "zero_optimization": {"stage": 3}}), "invented top-level key"),
         Case(_ds({"activation_checkpointing": {"partitioned_activations": True}}), "typo, unvalidated section"),
+        Case(_ds({"zero_optimization": {"stage": 3}, "aio": {"thread_count": 2}}), "read by 0.14.4 only"),
         Case("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero_stag: 2\n", "accelerate typo"),
         Case(
             "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  zero3_init_flag: true\n",
@@ -279,6 +384,9 @@ def kb004(c: Ctx) -> None:
     ok=[
         Case(_ds({"zero_force_ds_cpu_optimizer": True, "zero_optimization": {"stage": 3}}), "real top-level key"),
         Case(_ds({"activation_checkpointing": {"partition_activations": True}}), "correct spelling"),
+        Case(_ds({"aio": {"intra_op_parallelism": 2}}), "the key that took thread_count's place"),
+        Case(_ds({"sequence_parallel_size": 2}), "DeepSpeed's code reads the name: KB022, not ignored"),
+        Case(_ds({"data_efficiency": {"data_routing": {"enabled": True}}}), "a section never probed: KB022"),
         Case(
             "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero3_init_flag: true\n",
             "zero3_init_flag at stage 3",
@@ -289,12 +397,35 @@ def kb004(c: Ctx) -> None:
 )
 def kb005(c: Ctx) -> None:
     if c.view == "deepspeed":
+        ver = c.reg.versions.get("deepspeed", "?")
         for v in c.keys:
-            if not _unknown(v) or v.strict:
-                continue
+            if not _unknown(v) or v.strict or not v.proven:
+                continue  # unproven: KB022 says so instead
             other, other_zh = _other(v)
             hint, hint_zh = c.near(v.path)
-            if v.parent == "":
+            if hint == "delete it":
+                hint, hint_zh = (
+                    "delete it: DeepSpeed does not read it, so nothing changes",
+                    "删掉它：DeepSpeed 不读它，删了也没有任何变化",
+                )
+            gone = _gone(v)
+            if gone is not None:
+                until = gone["until"]
+                where = "unknown top-level keys are ignored" if not v.parent else f"`{v.parent}` is not validated"
+                where_zh = "顶层的未知 key 会被忽略" if not v.parent else f"`{v.parent}` 不做校验"
+                msg = (
+                    f"`{v.path}` is not read by DeepSpeed {ver}: DeepSpeed read it up to {until} (the last recorded "
+                    f"release that has it), and {where}, so nothing warns: the setting does nothing."
+                )
+                msg_zh = (
+                    f"DeepSpeed {ver} 不会读 `{v.path}`：DeepSpeed 只读到 {until}（最后一个有它的已记录版本），"
+                    f"而且{where_zh}，所以不会有任何提示：这一项等于没写。"
+                )
+                hint, hint_zh = instead(c, gone) or (
+                    f"delete it: DeepSpeed {ver} does not read it, so nothing changes (deepspeed {until} still does)",
+                    f"删掉它：DeepSpeed {ver} 不读它，删了也没有任何变化（deepspeed {until} 还会读）",
+                )
+            elif v.parent == "":
                 msg = (
                     f"`{v.key}` is not a DeepSpeed config key: at the top level DeepSpeed silently ignores unknown "
                     f"keys, so this setting does nothing.{other}"
@@ -331,9 +462,9 @@ def kb005(c: Ctx) -> None:
             c.add(
                 "deepspeed_config.zero3_init_flag",
                 "zero3_init_flag only applies to ZeRO stage 3; accelerate turns it off with a warning at other stages.",
-                "remove it or use zero_stage 3",
+                "remove it (accelerate turns it off below stage 3 anyway, so nothing changes) or use zero_stage 3",
                 "`zero3_init_flag` 只对 ZeRO stage 3 有效；其他 stage 下 accelerate 会打一条 warning，然后把它关掉。",
-                "删掉它，或者改成 `zero_stage: 3`",
+                "删掉它（stage 3 以下 accelerate 本来就会把它关掉，删了没有任何变化），或者改成 `zero_stage: 3`",
                 "accelerate-zero3-init-flag",
             )
     elif (
@@ -411,52 +542,205 @@ def _err_zh(err: str) -> str:
     "warning",
     "auto-values-outside-trainer",
     views=("deepspeed",),
-    summary='`"auto"`: who fills it (from the transformers / accelerate source) and what plain DeepSpeed does',
-    effect="dropped to the default, TypeError for batch sizes, or kept as a string",
+    summary='`"auto"` (one finding per file, at the first one): who fills which key (transformers / accelerate, '
+    "from the registry's auto_fill and mapping records), what accelerate without the Trainer and plain DeepSpeed "
+    "do where that differs; under a TrainingArguments / LLaMA-Factory file only the keys nothing fills",
+    effect="plain DeepSpeed: dropped to the default, TypeError for batch sizes and optimizer / scheduler params, "
+    'or kept as a string; accelerate raises ValueError for an "auto" it does not fill',
     bad=[
         Case(_ds({"train_micro_batch_size_per_gpu": "auto"}), "auto batch size, plain DeepSpeed"),
         Case(_ds({"bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": 1}), "auto bf16, plain DeepSpeed"),
+        Case(
+            _ds(
+                {
+                    "fp16": {"enabled": "auto"},
+                    "train_micro_batch_size_per_gpu": "auto",
+                    "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto"}},
+                }
+            ),
+            "several: one finding",
+        ),
+        Case(
+            "output_dir: out\ndeepspeed:\n  zero_optimization: {stage: 3, stage3_max_live_parameters: auto}\n",
+            "nothing fills it, even under the HF Trainer",
+        ),
     ],
     ok=[
         Case(_ds({"train_micro_batch_size_per_gpu": 1}), "a value"),
         Case("output_dir: out\ndeepspeed:\n  bf16: {enabled: auto}\n", "the HF Trainer fills it"),
+        Case(
+            "model_name_or_path: m\nstage: sft\nfinetuning_type: lora\ntemplate: qwen\noutput_dir: out\n"
+            "deepspeed:\n  train_micro_batch_size_per_gpu: auto\n  gradient_accumulation_steps: auto\n"
+            "  fp16: {enabled: auto}\n  zero_optimization: {stage: 2, reduce_bucket_size: auto}\n",
+            "a LLaMA-Factory file: the Trainer fills them",
+        ),
     ],
 )
 def kb007(c: Ctx) -> None:
+    # (the path as written, what plain DeepSpeed does with it); the HF Trainer and accelerate fill the paths
+    # they name, spelled so: an alias ("prefetch_bucket_size") is not theirs to fill
+    autos: list[tuple[str, tuple[str, str, tuple[str, int] | None]]] = []
+    never: list[tuple[str, tuple[str, str, tuple[str, int] | None]]] = []
     for v in c.keys:
-        rec = v.rec
-        if rec is None or v.status == "removed" or v.value != "auto":
+        if v.rec is None or v.status == "removed" or v.value != "auto":
             continue
-        fillers = sorted({r["package"] for r in c.reg.auto_fill.get(rec["path"], [])})
-        default = rec["default"]
-        if rec.get("validated"):
-            raw, raw_zh = f"drops it and uses the default ({default})", f"会丢掉它、改用默认值（{default}）"
-        elif rec["path"] in BATCH_KEYS:
-            raw, raw_zh = "raises TypeError in its batch-size check", "会在 batch size 检查里报 TypeError"
+        (autos if fillers(c.reg, v.written) else never).append((v.written, _plain_auto(v.rec)))
+    for path, t in _param_autos(c):
+        if fillers(c.reg, path):  # the params nothing fills are KB045's (an error: accelerate raises)
+            autos.append((path, _plain_param(path, t)))
+    if c.hf:
+        autos = []  # the HF Trainer fills them (through accelerate for the keys only accelerate fills)
+    if not autos and not never:
+        return
+    paths = [c.prefix + p for p, _ in autos + never]
+    first = min(paths, key=lambda p: (c.cfg.line(p) or 1 << 30, paths.index(p)))
+    en: list[str] = []
+    zh: list[str] = []
+    fix: list[str] = []
+    fix_zh: list[str] = []
+    if autos:
+        who, who_zh = _who_fills(c, [p for p, _ in autos])
+        plain, plain_zh = _outcomes(autos)
+        n = len(autos)
+        en.append(
+            f'"auto" is not a value DeepSpeed reads: the HF Trainer and accelerate replace it before DeepSpeed sees '
+            f"the config ({n} key{'s' if n > 1 else ''} here). {who} With plain deepspeed.initialize: {plain}."
+        )
+        zh.append(
+            f'"auto" 不是 DeepSpeed 会读的值：HF Trainer 和 accelerate 会在 DeepSpeed 读 config 之前把它替换掉'
+            f"（这里有 {n} 个）。{who_zh}直接用 `deepspeed.initialize` 的话：{plain_zh}。"
+        )
+        fix.append("fine under the HF Trainer (and accelerate for the keys it fills); for plain DeepSpeed write values")
+        fix_zh.append("用 HF Trainer（以及 accelerate 会填的那些 key）没问题；直接用 DeepSpeed 就写具体值")
+    if never:
+        names, names_zh = _keys([p for p, _ in never]), _keys([p for p, _ in never], "、")
+        plain, plain_zh = _outcomes(never)
+        en.append(
+            f'Nothing fills "auto" for {names} (not transformers, not accelerate): accelerate, which the HF Trainer '
+            f"also goes through, raises ValueError (not found in kwargs, {_at(*ACC_AUTO)}); plain DeepSpeed: {plain}."
+        )
+        zh.append(
+            f'没有任何库会替 {names_zh} 填 "auto"（transformers 和 accelerate 都不会）：accelerate（HF Trainer '
+            f"也经过它）会报 ValueError（not found in kwargs，{_at(*ACC_AUTO)}）；直接用 DeepSpeed 的话：{plain_zh}。"
+        )
+        fix.append(f"write a value for {names}")
+        fix_zh.append(f"给 {names_zh} 写具体值")
+    c.add(first, " ".join(en), "; ".join(fix), "".join(zh), "；".join(fix_zh))
+
+
+def _param_autos(c: Ctx) -> list[tuple[str, str | None]]:
+    """(config path, section type) of every "auto" in optimizer / scheduler params (free-form: not in c.keys)."""
+    out = []
+    for sec in ("optimizer", "scheduler"):
+        s = c.data.get(sec)
+        params = s.get("params") if isinstance(s, dict) else None
+        if isinstance(params, dict):
+            t = s.get("type")
+            out += [(f"{sec}.params.{k}", t if isinstance(t, str) else None) for k, v in params.items() if v == "auto"]
+    return out
+
+
+def _plain_auto(rec: Record) -> tuple[str, str, tuple[str, int] | None]:
+    """What plain DeepSpeed does with "auto" for a config key: (English, Chinese, file:line or None)."""
+    if rec.get("validated"):
+        default = rec.get("default")
+        return f"dropped to the default ({default})", f"丢掉、改用默认值（{default}）", None
+    if rec.get("path") in BATCH_KEYS:
+        return "TypeError in the batch-size check", "在 batch size 检查里报 TypeError", None
+    return (
+        'kept as the string "auto", which breaks where the value is used',
+        '原样保留字符串 "auto"，用到的地方出错',
+        None,
+    )
+
+
+def _plain_param(path: str, t: str | None) -> tuple[str, str, tuple[str, int] | None]:
+    """What plain deepspeed.initialize does with "auto" in an optimizer / scheduler param (the string goes to
+    the constructor unconverted)."""
+    key = path.rsplit(".", 1)[-1]
+    if path.startswith("optimizer.") and t and t.lower() in ADAM_TYPES and key in ADAM_NUMBERS:
+        return "torch's Adam / AdamW raise TypeError", "torch 的 Adam / AdamW 报 TypeError", ADAM_NUMBERS[key]
+    if path.startswith("scheduler.") and key in SCHED_NUMBERS.get(t or "", {}):
+        exc, file, line = SCHED_NUMBERS[t][key]
+        return f"{t} raises {exc}", f"{t} 报 {exc}", (file, line)
+    return "the constructor gets the string", "构造函数拿到的就是这个字符串", None
+
+
+def _at(file: str, line: int) -> str:
+    return f"{file}:{line}"
+
+
+def _outcomes(items: list[tuple[str, tuple[str, str, tuple[str, int] | None]]]) -> tuple[str, str]:
+    """'<outcome> (<file:lines>) for `a`, `b`; ...': the keys grouped by what happens to them."""
+    groups: dict[tuple[str, str], tuple[list[str], dict[str, list[int]]]] = {}
+    for path, (en, zh, at) in items:
+        keys, cites = groups.setdefault((en, zh), ([], {}))
+        keys.append(path)
+        if at:
+            cites.setdefault(at[0], []).append(at[1])
+
+    def cited(cites: dict[str, list[int]]) -> str:
+        return ", ".join(f"{f}:{', '.join(str(n) for n in sorted(set(ls)))}" for f, ls in cites.items())
+
+    en_out, zh_out = [], []
+    for (en, zh), (keys, cites) in groups.items():
+        at = cited(cites)
+        en_out.append(f"{_keys(keys)}: {en}" + (f" ({at})" if at else ""))
+        zh_out.append(f"{_keys(keys, '、')}：{zh}" + (f"（{at}）" if at else ""))
+    return "; ".join(en_out), "；".join(zh_out)
+
+
+def _keys(paths: list[str], sep: str = ", ") -> str:
+    """Config paths in backticks, the leaves of one section together: `optimizer.params.{lr, eps}`."""
+    by: dict[str, list[str]] = {}
+    for p in paths:
+        head, _, leaf = p.rpartition(".")
+        by.setdefault(head, []).append(leaf)
+    out = []
+    for head, leaves in by.items():
+        if not head:
+            out += [f"`{x}`" for x in leaves]
+        elif len(leaves) == 1:
+            out.append(f"`{head}.{leaves[0]}`")
         else:
-            raw = 'keeps the string "auto", which breaks where the value is used'
-            raw_zh = '会原样保留字符串 "auto"，用到这个值的地方就会出错'
-        if fillers and "transformers" in fillers and c.hf:
-            continue  # the HF Trainer fills it: nothing to say
-        if fillers:
-            c.add(
-                v.shown,
-                f'"auto" for `{rec["path"]}` is filled by {" and ".join(fillers)} only; '
-                f"plain deepspeed.initialize {raw}.",
-                "fine with the HF Trainer / accelerate; otherwise set it explicitly",
-                f'`{rec["path"]}` 的 "auto" 只有 {" 和 ".join(fillers)} 会去填；直接用 `deepspeed.initialize` 的话，'
-                f"DeepSpeed {raw_zh}。",
-                "用 HF Trainer / accelerate 没问题；否则请显式写上具体值",
+            out.append(f"`{head}.{{{', '.join(leaves)}}}`")
+    return sep.join(out)
+
+
+def _who_fills(c: Ctx, paths: list[str]) -> tuple[str, str]:
+    """Which package fills which key (the registry's auto_fill and mapping records), and what accelerate without
+    the Trainer does with the keys only transformers fills."""
+    by: dict[tuple[str, ...], list[str]] = {}
+    froms: dict[str, list[str]] = {}
+    for p in paths:
+        f = fillers(c.reg, p)
+        by.setdefault(tuple(f), []).append(p)
+        for pkg, setting in f.items():
+            if setting and setting != p.rsplit(".", 1)[-1]:
+                froms.setdefault(f"{pkg}:{setting}", []).append(p)
+    en, zh = [], []
+    for pkgs, keys in sorted(by.items(), key=lambda kv: (-len(kv[0]), kv[0])):
+        names, names_zh = _keys(keys), _keys(keys, "、")
+        if set(pkgs) == {"transformers", "accelerate"}:
+            en.append(f"transformers and accelerate fill {names}.")
+            zh.append(f"transformers 和 accelerate 都会填 {names_zh}。")
+        elif pkgs == ("transformers",):
+            en.append(
+                f"Only transformers (the HF Trainer) fills {names}: accelerate without the Trainer raises ValueError "
+                f"for them (not found in kwargs, {_at(*ACC_AUTO)})."
+            )
+            zh.append(
+                f"只有 transformers（HF Trainer）会填 {names_zh}：不经过 Trainer、直接用 accelerate 的话会报 "
+                f"ValueError（not found in kwargs，{_at(*ACC_AUTO)}）。"
             )
         else:
-            validated = rec.get("validated")
-            c.add(
-                v.shown,
-                f'Nothing fills "auto" for `{rec["path"]}` (not transformers, not accelerate): DeepSpeed {raw}.',
-                "write a value" + (f", or delete it to get {default}" if validated else ""),
-                f'没有任何库会替 `{rec["path"]}` 填 "auto"（transformers 和 accelerate 都不会）：DeepSpeed {raw_zh}。',
-                "写一个具体值" + (f"，或者删掉它、用默认值 {default}" if validated else ""),
-            )
+            en.append(f"{' and '.join(pkgs)} fill{'s' if len(pkgs) == 1 else ''} {names}.")
+            zh.append(f"{' 和 '.join(pkgs)} 会填 {names_zh}。")
+    for key, keys in froms.items():
+        pkg, setting = key.split(":", 1)
+        en.append(f"({pkg} takes {_keys(keys)} from its `{setting}`.)")
+        zh.append(f"（{pkg} 用它的 `{setting}` 来填 {_keys(keys, '、')}。）")
+    return " ".join(en), "".join(zh)
 
 
 @rule(
@@ -629,8 +913,9 @@ def kb012(c: Ctx) -> None:
         return
     ws = c.world_size
     fix, fix_zh = (
-        'set it to the product, or drop it (or "auto" with HF)',
-        '改成三者的乘积，或者删掉它（用 HF 就写 "auto"）',
+        "set it to the product, or drop it: DeepSpeed then derives it as micro x accumulation x world size "
+        '(or "auto" with HF)',
+        '改成三者的乘积，或者删掉它：DeepSpeed 会自己算成 micro x accumulation x world size（用 HF 就写 "auto"）',
     )
     if ws and gas is not None:
         if tbs != mbs * gas * ws:
@@ -899,10 +1184,10 @@ def kb018(c: Ctx) -> None:
                 v.shown,
                 f"`{v.path}` and its replacement `{repl}` are both set: DeepSpeed raises AssertionError "
                 "(Cannot provide deprecated parameter and replacing parameter together).",
-                f"delete `{v.rec['name']}`",
+                f"delete `{v.rec['name']}` and keep `{repl}`, which replaces it (its settings are the ones used)",
                 f"`{v.path}` 和替代它的 `{repl}` 同时设置了：DeepSpeed 会直接报 AssertionError"
                 "（Cannot provide deprecated parameter and replacing parameter together）。",
-                f"删掉 `{v.rec['name']}`",
+                f"删掉 `{v.rec['name']}`，保留替代它的 `{repl}`（以后用的就是它的设置）",
             )
 
 
@@ -984,3 +1269,71 @@ def kb020(c: Ctx) -> None:
 
 def json_literal(v: Any) -> str:
     return json.dumps(v)
+
+
+@rule(
+    "KB022",
+    "unverified-key",
+    "info",
+    None,
+    views=("deepspeed",),
+    summary="a key the registry has no record of where it cannot prove DeepSpeed ignores it (no pydantic model, "
+    "no timeline of that release): under a section the builder's trace never probed (below the first level of an "
+    "unvalidated section, e.g. `data_efficiency.data_routing`), or a name a DeepSpeed raise / warn site reads (e.g. "
+    "`sequence_parallel_size`, read at config.py:468 behind torch.distributed); said instead of KB002 / KB005",
+    effect="unknown to kb: not reported as ignored or misplaced",
+    bad=[
+        # the registry of the sampled builds (no timeline): what kb knows of a release no timeline covers
+        Case(
+            _ds({"sequence_parallel_size": 2, "zero_optimization": {"stage": 2}}),
+            "a name an engine site reads (engine.py:2176); DeepSpeedConfig reads it at config.py:468",
+            sampled=True,
+        ),
+        Case(
+            _ds({"data_efficiency": {"enabled": True, "data_routing": {"enabled": True}}}),
+            "a key of a section the trace never probed",
+            sampled=True,
+        ),
+    ],
+    ok=[
+        Case(_ds({"zero_force_opt_offload": True}), "no trace of the name anywhere: KB005"),
+        Case(_ds({"data_efficiency": {"enabled": True, "seed": 1234}}), "keys the registry has"),
+        Case(_ds({"activation_checkpointing": {"partitioned_activations": True}}), "a probed section: KB005"),
+    ],
+)
+def kb022(c: Ctx) -> None:
+    sections: dict[str, list[KeyVisit]] = {}
+    for v in c.keys:
+        if v.rec is not None or v.proven or v.strict:
+            continue
+        if "." not in v.parent:  # the top level or a probed section: unproven because a site reads the name
+            sites = "; ".join(f"{s['function']}, {cite(s)}" if s.get("function") else cite(s) for s in v.evidence[:3])
+            c.add(
+                v.shown,
+                f"kb cannot tell whether DeepSpeed {c.reg.versions.get('deepspeed', '')} reads `{v.path}`: the "
+                "registry does not list it among the keys DeepSpeedConfig read when the registry traced it (one "
+                "process, without torch.distributed), but DeepSpeed's code reads a name spelled "
+                f"`{v.key}` ({sites}). It is not reported as ignored.",
+                None,
+                f"kb 判断不了 DeepSpeed {c.reg.versions.get('deepspeed', '')} 会不会读 `{v.path}`：registry 追踪 "
+                "DeepSpeedConfig（单进程、没有 torch.distributed）时没看到它被读，但 DeepSpeed 的代码里读了一个同名的 "
+                f"`{v.key}`（{sites}）。所以这里不说它会被忽略。",
+                None,
+            )
+        else:
+            sections.setdefault(v.parent, []).append(v)
+    ver = c.reg.versions.get("deepspeed", "?")
+    for parent, vs in sections.items():
+        names = ticks([v.key for v in vs])
+        c.add(
+            vs[0].shown,
+            f"kb cannot check {names} under `{parent}` for deepspeed {ver}: DeepSpeed reads that section with plain "
+            "dict lookups (no pydantic model), the registry's trace of DeepSpeedConfig probes such sections only one "
+            "level below the top, and no timeline covers this release, so kb cannot say whether DeepSpeed reads or "
+            "ignores them.",
+            None,
+            f"kb 没法检查 deepspeed {ver} 里 `{parent}` 下的 {ticks([v.key for v in vs], '、')}：DeepSpeed 读这个 "
+            "section 用的是普通的 dict 取值（没有 pydantic 模型），registry 追踪 DeepSpeedConfig 时只探查这类 section "
+            "顶层下一级的 key，也没有覆盖这个版本的 timeline，所以 kb 说不准 DeepSpeed 会读还是会忽略它们。",
+            None,
+        )

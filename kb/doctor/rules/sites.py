@@ -112,6 +112,12 @@ def _ta(c: Ctx, name: str) -> Any:
         return None
 
 
+def _default(c: Ctx, path: str) -> Any:
+    """DeepSpeed's default for a config key as JSON text (the registry's), "unset" when it records none."""
+    rec = c.reg.get(f"deepspeed:{path}")
+    return rec["default"] if rec and rec.get("default") is not None else "unset"
+
+
 def _flags(c: Ctx) -> dict[str, Any]:
     args = c.data.get("launcher_args")
     return {str(k).replace("-", "_"): v for k, v in args.items()} if isinstance(args, dict) else {}
@@ -207,16 +213,19 @@ def kb051(c: Ctx) -> None:
         blk = c.data.get(sec) or (c.data.get("bfloat16") if sec == "bf16" else None)
         if not isinstance(blk, dict) or blk.get(key) is not True:
             continue
+        default = _default(c, f"{sec}.{key}")
         if c.stage == 0:
             sid = next(s for s in sites if key.lower() in s.lower() and "only-supported" in s)
             c.add(
                 f"{c.prefix}{sec}.{key}",
                 f"`{sec}.{key}` needs ZeRO stage 1, 2 or 3; at stage 0 DeepSpeedConfig raises AssertionError "
                 f"({cite(c, sid)}).",
-                f"set `zero_optimization.stage` to 1 or more, or remove `{key}`",
+                f"set `zero_optimization.stage` to 1 or more, or remove `{key}` (it is then {default}, "
+                "DeepSpeed's default: that setting is off)",
                 f"`{sec}.{key}` 只能配合 ZeRO stage 1、2、3 使用；stage 0 下 DeepSpeedConfig 会报 AssertionError"
                 f"（{cite(c, sid)}）。",
-                f"把 `zero_optimization.stage` 设成 1 及以上，或者删掉 `{key}`",
+                f"把 `zero_optimization.stage` 设成 1 及以上，或者删掉 `{key}`（那样它就是 DeepSpeed 的默认值 {default}，"
+                "也就是不开这个设置）",
             )
         elif key == "bf16_optimizer_states" and blk.get("bf16_master_weights_and_grads") is not True:
             sid = next(s for s in sites if "requires-bf16_master" in s)
@@ -224,10 +233,13 @@ def kb051(c: Ctx) -> None:
                 f"{c.prefix}{sec}.{key}",
                 f"`bf16.bf16_optimizer_states` requires `bf16.bf16_master_weights_and_grads: true`; without it "
                 f"DeepSpeedConfig raises AssertionError ({cite(c, sid)}).",
-                "add `bf16_master_weights_and_grads: true` to the `bf16` block, or remove `bf16_optimizer_states`",
+                "add `bf16_master_weights_and_grads: true` to the `bf16` block, or remove `bf16_optimizer_states` "
+                f"(it is then {_default(c, 'bf16.bf16_optimizer_states')}, DeepSpeed's default: optimizer states not "
+                "kept in bf16)",
                 f"`bf16.bf16_optimizer_states` 必须同时开 `bf16.bf16_master_weights_and_grads: true`，否则 "
                 f"DeepSpeedConfig 会报 AssertionError（{cite(c, sid)}）。",
-                "在 `bf16` 里加上 `bf16_master_weights_and_grads: true`，或者删掉 `bf16_optimizer_states`",
+                "在 `bf16` 里加上 `bf16_master_weights_and_grads: true`，或者删掉 `bf16_optimizer_states`"
+                f"（那样它就是 DeepSpeed 的默认值 {_default(c, 'bf16.bf16_optimizer_states')}，optimizer states 不用 bf16 保存）",
             )
 
 
@@ -578,8 +590,10 @@ def kb059(c: Ctx) -> None:
         "deepspeed_config",
         f"`distributed_type` is `{dt}`, so `accelerate launch` does not start DeepSpeed ({where}) and this "
         "`deepspeed_config` block is never passed on: the run goes without ZeRO and without a warning.",
-        "set `distributed_type: DEEPSPEED` (or add `--use_deepspeed` to the launch line), or delete the block",
+        "set `distributed_type: DEEPSPEED` (or add `--use_deepspeed` to the launch line), or delete the block "
+        "(it is not used now, so deleting it changes nothing)",
         f"`distributed_type` 是 `{dt}`，`accelerate launch` 不会启动 DeepSpeed（{where}），这个 `deepspeed_config` "
         "块根本不会被传下去：训练照常跑，但没有 ZeRO，也没有任何提示。",
-        "把 `distributed_type` 改成 `DEEPSPEED`（或在启动命令里加 `--use_deepspeed`），要么删掉这个块",
+        "把 `distributed_type` 改成 `DEEPSPEED`（或在启动命令里加 `--use_deepspeed`），要么删掉这个块"
+        "（它现在本来就没被用到，删了不会有任何变化）",
     )

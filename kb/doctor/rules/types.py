@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kb.doctor.engine import Case, Ctx, rule
+# shared with the "auto" rule (KB007): the engine holds them, this module re-exports them
+from kb.doctor.engine import ACC_AUTO, ADAM_NUMBERS, ADAM_TYPES, DS_SCHED, SCHED_NUMBERS, Case, Ctx, rule  # noqa: F401
 
 # --------------------------------------------------------------- what the installed packages do (file:line)
 
 DS_CONFIG = "deepspeed/runtime/config.py"
 DS_ENGINE = "deepspeed/runtime/engine.py"
-DS_SCHED = "deepspeed/runtime/lr_schedules.py"
 HF_DS = "transformers/integrations/deepspeed.py"
 
 # top-level keys DeepSpeed computes with as read; a string there raises TypeError (where, and at which step)
@@ -63,33 +63,6 @@ OPT_BOOL: dict[str, tuple[str, int]] = {
 
 BATCH = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
-# DeepSpeed's Adam / AdamW: with `torch_adam: true` it builds torch.optim.Adam / AdamW, whose constructor
-# compares each number with 0.0 (torch 2.13 torch/optim/adam.py)
-ADAM_TYPES = ("adam", "adamw")
-ADAM_NUMBERS: dict[str, tuple[str, int]] = {
-    "lr": ("torch/optim/adam.py", 58),
-    "eps": ("torch/optim/adam.py", 60),
-    "betas": ("torch/optim/adam.py", 62),
-    "weight_decay": ("torch/optim/adam.py", 66),
-}
-# DeepSpeed's warmup schedulers: parameter -> (exception, file, line), per scheduler type
-SCHED_NUMBERS: dict[str, dict[str, tuple[str, str, int]]] = {
-    "WarmupLR": {
-        "warmup_num_steps": ("ValueError", DS_SCHED, 734),  # not isinstance(warmup_num_steps, int)
-        "warmup_min_lr": ("TypeError", DS_SCHED, 743),  # big - small
-        "warmup_max_lr": ("TypeError", DS_SCHED, 743),
-    },
-    "WarmupDecayLR": {
-        "warmup_num_steps": ("ValueError", DS_SCHED, 734),
-        "warmup_min_lr": ("TypeError", DS_SCHED, 743),
-        "warmup_max_lr": ("TypeError", DS_SCHED, 743),
-        "total_num_steps": ("TypeError", DS_SCHED, 826),  # self.total_num_steps < self.warmup_num_steps
-    },
-    "WarmupCosineLR": {
-        "warmup_num_steps": ("ValueError", DS_SCHED, 875),
-        "total_num_steps": ("TypeError", DS_SCHED, 893),
-    },
-}
 
 # keys the HF Trainer compares with TrainingArguments (fill_match with must_match): a value that is not
 # "auto" and differs (a string never equals the number) is a mismatch; trainer_config_finalize raises
@@ -110,8 +83,6 @@ HF_MATCHED: dict[str, int] = {
     "scheduler.params.warmup_num_steps": 252,
 }
 HF_RAISE_LINE = 260  # raise ValueError("Please correct the following DeepSpeed config values that mismatch ...")
-# accelerate fills the "auto" it has a value for and raises for every other "auto" leaf of the config
-ACC_AUTO = ("accelerate/utils/dataclasses.py", 1368)
 
 _NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
 _FALSE = ("false", "no", "off", "0", "f", "n")
@@ -387,7 +358,7 @@ def kb042(c: Ctx) -> None:
         Case(
             "output_dir: out\ndeepspeed:\n  train_micro_batch_size_per_gpu: auto\n  optimizer:\n    type: AdamW\n"
             "    params: {lr: auto}\n  scheduler:\n    type: WarmupLR\n    params: {warmup_num_steps: auto}\n",
-            '"auto" the HF Trainer fills (KB044 otherwise)',
+            '"auto" the HF Trainer fills (KB007 otherwise)',
         ),
     ],
     validity=True,
@@ -440,66 +411,6 @@ def _auto_params(c: Ctx) -> list[tuple[str, str | None]]:
         t, params = _section(c, sec)
         out += [(f"{sec}.params.{k}", t) for k, v in params.items() if v == "auto"]
     return out
-
-
-@rule(
-    "KB044",
-    "auto-param-outside-hf",
-    "warning",
-    "auto-values-outside-trainer",
-    views=("deepspeed",),
-    summary='`"auto"` in optimizer / scheduler params that transformers / accelerate fill (`lr`, `betas`, '
-    "`warmup_num_steps`, ...), in a config plain DeepSpeed may read",
-    effect='plain deepspeed.initialize passes "auto" to the constructor: TypeError / ValueError',
-    bad=[
-        Case(
-            {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}},
-            "auto lr",
-        ),
-        Case(
-            {
-                "train_micro_batch_size_per_gpu": 1,
-                "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
-                "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}},
-            },
-            "auto warmup_num_steps",
-        ),
-    ],
-    ok=[
-        Case(
-            "output_dir: out\ndeepspeed:\n  train_micro_batch_size_per_gpu: auto\n  optimizer:\n    type: AdamW\n"
-            "    params: {lr: auto, betas: auto}\n",
-            "the HF Trainer fills them",
-        ),
-        Case(
-            {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}},
-            "a value",
-        ),
-    ],
-)
-def kb044(c: Ctx) -> None:
-    for path, t in _auto_params(c):
-        fillers = sorted({r["package"] for r in c.reg.auto_fill.get(path, [])})
-        if not fillers or (c.hf and "transformers" in fillers):
-            continue
-        key = path.rsplit(".", 1)[-1]
-        if path.startswith("optimizer.") and t and t.lower() in ADAM_TYPES and key in ADAM_NUMBERS:
-            raw = f"torch's Adam / AdamW raise TypeError ({_at(*ADAM_NUMBERS[key])})"
-            raw_zh = f"torch 的 Adam / AdamW 会报 TypeError（{_at(*ADAM_NUMBERS[key])}）"
-        elif path.startswith("scheduler.") and key in SCHED_NUMBERS.get(t or "", {}):
-            exc, file, line = SCHED_NUMBERS[t][key]
-            raw, raw_zh = f"{t} raises {exc} ({_at(file, line)})", f"{t} 会报 {exc}（{_at(file, line)}）"
-        else:
-            raw, raw_zh = "the constructor gets the string", "构造函数拿到的就是这个字符串"
-        c.add(
-            c.prefix + path,
-            f'"auto" for `{path}` is filled by {" and ".join(fillers)} only; plain deepspeed.initialize passes '
-            f'the string "auto" to the constructor: {raw}.',
-            "fine with the HF Trainer / accelerate; otherwise write the value",
-            f'`{path}` 的 "auto" 只有 {" 和 ".join(fillers)} 会去填；直接用 `deepspeed.initialize` 的话，'
-            f'字符串 "auto" 会原样传给构造函数：{raw_zh}。',
-            "用 HF Trainer / accelerate 没问题；否则请写具体值",
-        )
 
 
 @rule(

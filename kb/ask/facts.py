@@ -1,0 +1,216 @@
+"""Answers from the registry itself: a name the question uses was renamed, removed, added or deprecated.
+
+A user pastes ``TypeError: __init__() got an unexpected keyword argument 'evaluation_strategy'`` or asks whether
+``warmup_ratio`` still exists. Often no curated entry is about that one name, but the registry knows its whole
+life (kb/registry/store.py, with the timelines' every minor release): when it appeared, when it was renamed and
+to what, when it went. This module turns that into results of kind ``registry``, ranked with the entries by the
+same gate (kb.ask.rank.select). Nothing here is prose written for a name: every sentence is a template filled
+from the records, and every result cites the source lines of the release(s) it speaks of.
+
+When a name is eligible (``registry_facts``): the question uses it, and its record has a lifecycle event (a
+rename, a removal, an addition the user's release predates, a deprecation), and either the user's release is on
+the far side of that event (they wrote a name their release does not have, or has deprecated), or the question
+speaks of the name's lifecycle (``LIFECYCLE``: the words Python's and the packages' own errors and warnings use
+for it, "unexpected keyword argument", "is deprecated", "not used by the HfArgumentParser", ...). A name that only
+appears in a question about something else adds no result: the answer's notes already speak of it.
+
+Score (on the entries' calibrated scale): the gate plus what an entry gets for a named parameter it is about
+(``PARAM_BONUS + TITLE_NAME_BONUS``), plus ``FINDING_BOOST["warning"]`` when the user's release is on the far side
+(a fact about their setup, like a finding in their config).
+
+Core module: imports kb.* core only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kb import contract as C
+from kb.ask.rank import ANSWER_THRESHOLD, FINDING_BOOST, PARAM_BONUS, TITLE_NAME_BONUS
+from kb.ask.result import param_fact
+from kb.i18n import t
+from kb.registry.store import Record, Registry
+
+FACT_SCORE = ANSWER_THRESHOLD + PARAM_BONUS + TITLE_NAME_BONUS
+USER_SIDE_BONUS = FINDING_BOOST["warning"]
+MAX_FACTS = 2
+PREFIX = "registry:"  # a registry result's id: "registry:<record id>"
+NAME_KINDS = ("field", "config_key", "config_section", "yaml_key", "kwarg", "cli_flag", "function", "class", "method")
+
+# How Python's and the packages' own errors and warnings speak of a name's lifecycle (TypeError for an unknown
+# keyword, HfArgumentParser's unused keys, pydantic's forbidden extras, deprecation warnings), and the plain words for
+# it in both languages. Written from those messages, not from any question kb is tested on.
+LIFECYCLE = re.compile(
+    r"unexpected keyword argument|got an unexpected|not used by the HfArgumentParser|Extra inputs are not permitted|"
+    r"has no attribute|no longer (?:supported|exists?|available)|\b(?:is|was|are|were|been) (?:deprecated|removed|renamed)\b|"
+    r"\bdeprecat\w*|\brenamed?\b|\bremoved\b|\bwhich version\b|\bsince (?:which|what) version\b|"
+    r"弃用|废弃|过时|改名|重命名|更名|移除|被删|删掉了|去掉了|没有这个参数|不存在|不认|不支持.{0,6}参数|哪个版本|从哪.{0,4}版本",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Fact:
+    """One lifecycle fact about a record, as the user's releases see it."""
+
+    rid: str
+    event: str  # renamed | removed | added | deprecated
+    record: Record  # as the default view has it
+    new: Record | None  # renamed: the record of the new spelling
+    release: (
+        str | None
+    )  # renamed: the first release with the new name; removed: the first without; added: the first with
+    last: str | None  # renamed / removed: the last release with the old name
+    user_release: str | None  # the release the user's version maps to (None: unknown)
+    user_side: bool | None  # the user's release is past the event (their name is gone / not there yet / deprecated)
+    score: float
+    early: bool = False  # ``release`` is the oldest release kb records for the package: the change may be older
+
+
+def registry_facts(names: tuple[str, ...], text: str, base: Registry, view: Registry) -> list[Fact]:
+    """The lifecycle facts about the names a question uses, best first (at most ``MAX_FACTS``)."""
+    cue = bool(LIFECYCLE.search(text))
+    out: list[Fact] = []
+    seen: set[str] = set()
+    for name in names[:20]:
+        for rec in _records(name, base):
+            if rec["id"] in seen:
+                continue
+            fact = _fact(rec, base, view)
+            if fact is None or not (cue or fact.user_side):
+                continue
+            seen.add(rec["id"])
+            out.append(fact)
+    out.sort(key=lambda f: (-f.score, _mentioned(f, text), f.rid))
+    return out[:MAX_FACTS]
+
+
+def _mentioned(f: Fact, text: str) -> int:
+    """0 when the question names the record's package (or its owner class), so that one wins a tie."""
+    low = text.lower()
+    owner = f.record["path"].split(".", 1)[0].lower()
+    return 0 if f.record["package"] in low or (owner and owner in low) else 1
+
+
+def _records(name: str, base: Registry) -> list[Record]:
+    leaf = name.strip().lstrip("-")
+    recs = [r for r in base.by_name.get(leaf, []) if r["kind"] in NAME_KINDS]
+    if not recs and "." in leaf:
+        lk = base.resolve(leaf)
+        recs = [r for r in [lk.record, *lk.candidates] if r is not None and r["kind"] in NAME_KINDS]
+    return recs
+
+
+def _fact(rec: Record, base: Registry, view: Registry) -> Fact | None:
+    rid = rec["id"]
+    pkg = rec["package"]
+    user = view.exact.get(pkg) or view.pins.get(pkg)
+    seen = view.get(rid) or rec
+    new = base.get(rec["renamed_to"]) if rec.get("renamed_to") else None
+    span = base.span(rid)
+    last = span[1] if span else rec["releases"][-1]
+    if new is not None:
+        nspan = base.span(new["id"])
+        first_new = nspan[0] if nspan else new["releases"][0]
+        side = None if user is None else seen.get("status") == "absent"
+        return Fact(rid, "renamed", rec, new, first_new, last, user, side, _score(side), _oldest(base, pkg, first_new))
+    if rec["status"] == "removed":
+        gone = rec.get("removed_in") or base.removed_in(rid)
+        side = None if user is None else seen.get("status") == "absent"
+        return Fact(rid, "removed", rec, None, gone, last, user, side, _score(side))
+    if seen.get("status") == "absent" and seen.get("absent") == "added":
+        since = seen.get("since")
+        return Fact(rid, "added", rec, None, since, None, user, True, _score(True), _oldest(base, pkg, since))
+    if seen.get("deprecated"):
+        side = None if user is None else True
+        return Fact(rid, "deprecated", rec, None, _deprecated_since(rid, base), None, user, side, _score(side))
+    return None
+
+
+def _oldest(base: Registry, pkg: str, release: str | None) -> bool:
+    order = base._order.get(pkg) or {}
+    return release is not None and order.get(release) == 0
+
+
+def _deprecated_since(rid: str, base: Registry) -> str | None:
+    """The first release in which the record is deprecated (timeline first, then the samples)."""
+    rec = base.get(rid)
+    if rec is None:
+        return None
+    tl = base.timelines.get(rec["package"])
+    if tl is not None and rid in tl.names and tl.names[rid].deprecated:
+        return min(tl.names[rid].deprecated, key=lambda r: tl.releases.index(r) if r in tl.releases else 10**9)
+    hist = [h for h in base.history(rid) if h.get("deprecated")]
+    return hist[0]["version"] if hist else None
+
+
+def _score(user_side: bool | None) -> float:
+    return round(FACT_SCORE + (USER_SIDE_BONUS if user_side else 0.0), 4)
+
+
+# ---------------------------------------------------------------- as a result
+
+
+def fact_result(f: Fact, lang: str, view: Registry) -> C.Result:
+    """A Result of kind ``registry``: title and summary from templates, one fix, the source lines it rests on."""
+    r, pkg = f.record, f.record["package"]
+    owner = r["path"].rsplit(".", 1)[0] if "." in r["path"] else pkg
+    release = f.release or "?"
+    if f.early and f.event in ("renamed", "added"):
+        release = t(lang, "fact.or_earlier", release=release)
+    fields = {
+        "name": r["name"],
+        "pkg": pkg,
+        "owner": owner,
+        "release": release,
+        "last": f.last or "?",
+        "new": f.new["name"] if f.new else "",
+        "user": f.user_release or "",
+        "repl": r.get("replacement") or "",
+    }
+    title = t(lang, f"fact.{f.event}.title", **fields)
+    summary = t(lang, f"fact.{f.event}.summary", **fields)
+    if f.user_release:
+        key = f"fact.{f.event}.yours" if f.user_side else f"fact.{f.event}.not_yet"
+        summary += " " + t(lang, key, **fields)
+    key = f"fact.{f.event}.fix"
+    if f.event == "removed" and fields["repl"]:
+        key = "fact.removed.fix_repl"
+    elif f.event == "deprecated" and not (fields["repl"] or f.new):
+        key = "fact.deprecated.fix_plain"
+    fix_text = t(lang, key, **fields)
+    params = [r["id"], *([f.new["id"]] if f.new else [])]
+    return C.Result(
+        id=PREFIX + r["id"],
+        title=title,
+        score=f.score,
+        why=t(lang, "why.registry", name=r["name"], pkg=pkg),
+        summary=summary,
+        area="registry",
+        causes=[],
+        fixes=[C.Fix(t(lang, "fact.fix_title"), fix_text, params)],
+        params=params,
+        param_facts=[param_fact(view, rid, lang) for rid in params],
+        myths=[],
+        sources=_sources(f),
+        kind="registry",
+    )
+
+
+def _sources(f: Fact) -> list[C.Source]:
+    out = []
+    for rec in (f.record, f.new):
+        if rec is None or not rec.get("source_file"):
+            continue
+        out.append(
+            C.Source(
+                "code",
+                package=rec["package"],
+                version=rec["version"],
+                file=rec["source_file"],
+                line=str(rec["source_line"]) if rec.get("source_line") else None,
+                note=rec["id"],
+            )
+        )
+    return out

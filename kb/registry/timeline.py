@@ -1,0 +1,296 @@
+"""Every minor release of a package: which names each one has (``data/registry/timeline/<package>.json``).
+
+The registry's records (``data/registry/<package>.jsonl``) are built by importing a few sampled releases;
+they carry everything a rule needs (types, raise sites, mappings). A timeline is the other half: the last
+patch of *every* minor release in a window, read statically from the released files
+(``indexer/registry_timeline.py``), for the namespaces users write (TrainingArguments fields, DeepSpeed
+config keys, LoraConfig fields, accelerate flags and YAML keys, the front ends' arguments). It says exactly
+in which releases a name exists, when its default changed and when it became deprecated, so ``since`` /
+``until`` are exact to the minor release rather than to the nearest sample. docs/registry.md has the format.
+
+Core module: stdlib + kb.registry.order only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.registry.order import version_key
+
+TIMELINE_FORMAT = 1
+
+
+class TimelineError(ValueError):
+    """A timeline file that cannot be read; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Name:
+    """One name across the releases of a timeline."""
+
+    id: str
+    kind: str
+    name: str
+    path: str
+    spans: tuple[tuple[str, str], ...]  # inclusive (first, last) releases that have it, oldest first
+    type: str | None = None
+    doc: str | None = None
+    aliases: tuple[str, ...] = ()
+    inherits: str | None = None
+    owners: tuple[str, ...] = ()
+    defaults: dict[str, str | None] = field(default_factory=dict)  # release -> default, where it changes
+    deprecated: dict[str, str] = field(default_factory=dict)  # release -> the source's message
+    source: str | None = None  # "file:line" at source_release
+    source_release: str | None = None
+
+
+@dataclass
+class Timeline:
+    package: str
+    releases: list[str]  # oldest first
+    names: dict[str, Name]
+    window: str = ""
+    requires: dict[str, dict[str, str]] = field(default_factory=dict)  # release -> {package: specifier}
+    read: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    file: str = ""
+
+    def __post_init__(self) -> None:
+        self._index = {r: i for i, r in enumerate(self.releases)}
+
+    @property
+    def newest(self) -> str:
+        return self.releases[-1]
+
+    def release_for(self, version: str) -> str | None:
+        """The timeline release that stands for a user's version (the newest at or below it; a partial
+        "5.8" its newest 5.8.x); None for a version older than the window (no verdict there)."""
+        from kb.registry.versions import pick_release
+
+        try:
+            rel = pick_release(version, self.releases)
+        except ValueError:
+            return None
+        if rel is None:
+            return None
+        if version_key(rel) > version_key(version) and not _series_of(version, rel):
+            return None  # older than every release in the window
+        return rel
+
+    def present(self, rid: str, release: str) -> bool | None:
+        """Does ``release`` have ``rid``? None: the timeline does not cover the id or the release."""
+        n = self.names.get(rid)
+        i = self._index.get(release)
+        if n is None or i is None:
+            return None
+        return any(self._index[a] <= i <= self._index[b] for a, b in n.spans)
+
+    def releases_of(self, rid: str) -> list[str]:
+        """Every release that has ``rid``, oldest first."""
+        n = self.names.get(rid)
+        if n is None:
+            return []
+        return [r for a, b in n.spans for r in self.releases[self._index[a] : self._index[b] + 1]]
+
+    def next_release(self, release: str) -> str | None:
+        i = self._index.get(release)
+        return self.releases[i + 1] if i is not None and i + 1 < len(self.releases) else None
+
+    def default_at(self, rid: str, release: str) -> tuple[bool, str | None]:
+        """(known, default) of ``rid`` at ``release``: the last recorded change at or before it."""
+        n = self.names.get(rid)
+        if n is None or not n.defaults or release not in self._index:
+            return False, None
+        i = self._index[release]
+        best: tuple[bool, str | None] = (False, None)
+        for rel, val in sorted(n.defaults.items(), key=lambda kv: self._index.get(kv[0], -1)):
+            if self._index.get(rel, 10**9) <= i:
+                best = (True, val)
+        return best
+
+    def deprecated_at(self, rid: str, release: str) -> str | None:
+        """The deprecation message in force at ``release`` (None: not deprecated there)."""
+        n = self.names.get(rid)
+        if n is None or release not in self._index:
+            return None
+        i = self._index[release]
+        hits = [(self._index.get(r, 10**9), msg) for r, msg in n.deprecated.items()]
+        hits = [h for h in hits if h[0] <= i]
+        return max(hits)[1] if hits else None
+
+    def history(self, rid: str) -> list[dict[str, Any]]:
+        """What happened to ``rid`` release by release: added, removed, default, deprecated (oldest first)."""
+        n = self.names.get(rid)
+        if n is None:
+            return []
+        out: list[dict[str, Any]] = []
+        for a, b in n.spans:
+            prev = self._index[a] - 1
+            out.append({"release": a, "event": "added" if prev >= 0 else "present", "since_window": prev < 0})
+            nxt = self.next_release(b)
+            if nxt is not None:
+                out.append({"release": nxt, "event": "removed", "last": b})
+        first = n.spans[0][0] if n.spans else None
+        for rel, val in n.defaults.items():
+            if rel != first:
+                out.append({"release": rel, "event": "default", "default": val})
+        for rel, msg in n.deprecated.items():
+            out.append({"release": rel, "event": "deprecated", "message": msg})
+        order = {"added": 0, "present": 0, "default": 1, "deprecated": 2, "removed": 3}
+        return sorted(out, key=lambda e: (self._index.get(e["release"], 10**9), order[e["event"]]))
+
+
+def _series_of(version: str, release: str) -> bool:
+    from kb.registry.order import same_release
+
+    try:
+        return same_release(version, release)
+    except ValueError:
+        return False
+
+
+def _name(rid: str, d: dict[str, Any], releases: set[str], where: str) -> Name:
+    try:
+        spans = tuple((str(a), str(b)) for a, b in d["spans"])
+        for a, b in spans:
+            if a not in releases or b not in releases:
+                raise TimelineError(f"{where}: {rid}: span {a}..{b} names a release the file does not list")
+        return Name(
+            id=rid,
+            kind=str(d["kind"]),
+            name=str(d["name"]),
+            path=str(d["path"]),
+            spans=spans,
+            type=d.get("type"),
+            doc=d.get("doc"),
+            aliases=tuple(d.get("aliases") or ()),
+            inherits=d.get("inherits"),
+            owners=tuple(d.get("owners") or ()),
+            defaults=dict(d.get("defaults") or {}),
+            deprecated=dict(d.get("deprecated") or {}),
+            source=d.get("source"),
+            source_release=d.get("source_release"),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, TimelineError):
+            raise
+        raise TimelineError(f"{where}: {rid}: {type(e).__name__}: {e}") from None
+
+
+def read_timeline(path: Path) -> Timeline:
+    """One timeline file; TimelineError naming the file (and the id) when it is not one."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise TimelineError(f"{path}: cannot read: {e}") from None
+    except json.JSONDecodeError as e:
+        raise TimelineError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(d, dict) or d.get("format") != TIMELINE_FORMAT:
+        raise TimelineError(f"{path}: not a timeline file of format {TIMELINE_FORMAT}")
+    try:
+        releases = [str(r) for r in d["releases"]]
+        ordered = sorted(releases, key=version_key)
+    except (KeyError, TypeError, ValueError) as e:
+        raise TimelineError(f"{path}: releases: {e}") from None
+    if releases != ordered or len(set(releases)) != len(releases):
+        raise TimelineError(f"{path}: releases must be distinct and oldest first")
+    known = set(releases)
+    names = {rid: _name(rid, nd, known, str(path)) for rid, nd in (d.get("names") or {}).items()}
+    return Timeline(
+        package=str(d.get("package") or path.stem),
+        releases=releases,
+        names=names,
+        window=str(d.get("window") or ""),
+        requires={str(k): dict(v) for k, v in (d.get("requires") or {}).items()},
+        read=dict(d.get("read") or {}),
+        skipped={str(k): list(v) for k, v in (d.get("skipped") or {}).items()},
+        file=str(path),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _load(folder: str) -> dict[str, Timeline]:
+    root = Path(folder)
+    out: dict[str, Timeline] = {}
+    for p in sorted(root.glob("*.json")) if root.is_dir() else []:
+        tl = read_timeline(p)
+        out[tl.package] = tl
+    return out
+
+
+def load_timelines(registry_root: Path) -> dict[str, Timeline]:
+    """Every timeline under ``<registry_root>/timeline/`` by package (empty when there is none)."""
+    return _load(str(registry_root / "timeline"))
+
+
+def _source(n: Name) -> tuple[str, int]:
+    if not n.source:
+        return "", 0
+    f, _, line = n.source.rpartition(":")
+    return (f, int(line)) if line.isdigit() else (n.source, 0)
+
+
+def timeline_records(tl: Timeline, have: set[str]) -> list[dict[str, Any]]:
+    """Format-2 records for the names of ``tl`` that no sampled build recorded (``have``: the ids that one did):
+    every name of a package only a timeline records (a front end), and names of the other packages that exist
+    only between the samples. Their values are those of the newest release that has them; ``history`` keeps the
+    defaults and deprecations of the older ones. Marked ``from_timeline``."""
+    out: list[dict[str, Any]] = []
+    for rid, n in sorted(tl.names.items()):
+        if rid in have:
+            continue
+        rels = tl.releases_of(rid)
+        if not rels:
+            continue
+        newest = rels[-1]
+        f, line = _source(n)
+        _, default = tl.default_at(rid, newest)
+        dep = tl.deprecated_at(rid, newest)
+        history: dict[str, dict[str, Any]] = {}
+        for rel in rels[:-1]:
+            diff: dict[str, Any] = {}
+            known, d = tl.default_at(rid, rel)
+            if known and d != default:
+                diff["default"] = d
+            if (tl.deprecated_at(rid, rel) is not None) != (dep is not None):
+                diff["deprecated"] = tl.deprecated_at(rid, rel) is not None
+            if diff:
+                history[rel] = diff
+        out.append(
+            {
+                "id": rid,
+                "kind": n.kind,
+                "name": n.name,
+                "path": n.path,
+                "package": tl.package,
+                "version": newest,
+                "type": n.type or "",
+                "default": default,
+                "aliases": list(n.aliases),
+                "choices": None,
+                "constraints": None,
+                "deprecated": dep is not None,
+                "replacement": None,
+                "noop": False,
+                "status": "active",
+                "validated": False,
+                "forbids_unknown": None,
+                "doc": (n.doc + (f" Deprecated: {dep}" if dep else ""))
+                if n.doc
+                else (f"Deprecated: {dep}" if dep else None),
+                "source_file": f,
+                "source_line": line,
+                "releases": rels,
+                "history": history,
+                "renamed_to": None,
+                "renamed_from": [],
+                "owners": list(n.owners),
+                "inherits": n.inherits,
+                "from_timeline": True,
+            }
+        )
+    return out
