@@ -1101,6 +1101,8 @@ def registry_lookup(name: str, context: str | None, version: tuple[str, ...], as
     history = reg.timeline(lk.record["id"]) if lk.record else []
     spellings = reg.spellings(lk.record["id"]) if lk.record else []
     releases = _release_history(reg, lk.record["id"]) if lk.record else None
+    if releases and lk.record and lk.record.get("from_timeline"):
+        history = []  # a record only a timeline has: its life is the timeline's (source lines are the newest's only)
     judged = {**reg.pins, **reg.exact}
     if as_json:
         d = lk.to_dict()
@@ -1132,9 +1134,46 @@ def _release_history(reg: Any, rid: str) -> dict[str, Any] | None:
         "first": span[0] if span else None,
         "last": span[1] if span else None,
         "removed_in": reg.removed_in(rid),
+        "first_default": tl.default_at(rid, span[0])[1] if span and span[0] in tl.releases else None,
         "spans": [list(s) for s in tl.names[rid].spans],
         "events": tl.history(rid),
     }
+
+
+@registry.command("add")
+@click.argument("spec", metavar="PACKAGE==VERSION")
+@click.option("--dry-run", is_flag=True, help="Read the release and print what changed; write nothing.")
+@click.option("--offline", is_flag=True, help="Never download: read the release from .cache/kb/dist only.")
+@click.option("--json", "as_json", is_flag=True)
+def registry_add(spec: str, dry_run: bool, offline: bool, as_json: bool) -> None:
+    """Add one release to its package's timeline (data/registry/timeline/PACKAGE.json): download it into the
+    cache, read it statically, insert it in version order; print what changed against the previous release
+    (names added, removed, renamed, defaults, deprecations) and the entries that name a changed parameter.
+
+    A release already in the timeline: said, its changes shown, exit 0. One that does not exist or cannot be
+    read: exit 2, nothing written."""
+    from indexer import registry_timeline as rt
+    from kb.content.entries import EntryError
+
+    pkg, sep, version = spec.partition("==")
+    if not sep or not pkg.strip() or not version.strip():
+        raise KbError(f"{spec}: give PACKAGE==VERSION, e.g. trl==0.12.1")
+    pkg, version = pkg.strip().lower(), version.strip()
+    try:
+        result = rt.add_release(
+            pkg, version, write=not dry_run, out_dir=paths.registry_dir() / "timeline", offline=offline,
+            progress=lambda m: click.echo(m, err=True),
+        )  # fmt: skip
+    except rt.AddError as e:
+        raise KbError(str(e)) from None
+    try:
+        touched = rt.touched_entries(result, paths.entries_dir()) if paths.entries_dir().is_dir() else []
+    except EntryError as e:
+        raise KbError(f"the entries cannot be loaded to say which to re-read: {e}") from None
+    if as_json:
+        _echo_json({k: v for k, v in result.items() if k != "timeline"} | {"touched": touched}, indent=2)
+    else:
+        click.echo(rt.add_report(result, touched), nl=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

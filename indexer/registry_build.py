@@ -1254,6 +1254,10 @@ TORCH_FUNCS = [
     "torch.utils.checkpoint.checkpoint",
     "torch.distributed.init_process_group",
     "torch.distributed.barrier",
+    "torch.distributed.destroy_process_group",
+    # the data-loading API users configure (num_workers, pin_memory, persistent_workers, prefetch_factor, ...)
+    "torch.utils.data.DataLoader",
+    "torch.utils.data.distributed.DistributedSampler",
 ]
 TORCH_ENV = [
     "PYTORCH_CUDA_ALLOC_CONF",

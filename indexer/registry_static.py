@@ -19,15 +19,19 @@ What it reads (indexer/registry_timeline.py says where to look per package):
   to a function, a class or a pydantic model of the package (``Model(**d.get(K, {}))``), with the constants
   resolved from the modules that define them (``from .constants import *``).
 * **argparse flags** (:meth:`Tree.argparse_flags`): the ``add_argument`` calls of a named function (or of a
-  module's top level).
+  module's top level), with the option strings a parser class of the package adds (its ``add_argument`` /
+  ``add_argument_group`` / ``_add_action`` overrides and its action classes' ``__init__``, read statement by
+  statement: accelerate's ``--num-processes`` beside ``--num_processes``).
 * **signatures** (:meth:`Tree.signature`): a function's or class's ``__init__`` parameters and their defaults.
 
 Each name is an :class:`Item`: name, type as written, default (JSON text of a literal, else the expression text),
 doc (the first sentence of its help / description / docstring), source file and line (relative to the release's
-root, as in site-packages), aliases, and deprecation where the source states it: a field whose help or metadata
-says it is deprecated, pydantic's ``deprecated=`` / DeepSpeed's ``json_schema_extra={"deprecated": True,
-"new_param": ...}``, a validator of that field that says so, or a warning in the class's code such as
-"`X` is deprecated ... use `Y` instead".
+root, as in site-packages), aliases (pydantic's ``validation_alias``, else ``alias``; never
+``serialization_alias``, which names a dump's key), and deprecation where the source states it: a field whose
+help or metadata says it is deprecated, pydantic's ``deprecated=`` / DeepSpeed's ``json_schema_extra={"deprecated":
+True, "new_param": ...}``, a validator of that field that says so, or a warning in the class's code such as
+"`X` is deprecated ... use `Y` instead", with the name it says to write instead (:func:`replacement_in`; the
+timeline keeps it only where it is a name of the same class in that release).
 """
 
 from __future__ import annotations
@@ -62,7 +66,21 @@ _WARN_RX = re.compile(
     r"(?:is|has\s+been|was|are|is\s+now|have\s+been)\s+deprecated",
     re.I,
 )
-_USE_RX = re.compile(r"\b(?:[Uu]se|[Pp]lease\s+use|in\s+favou?r\s+of|replaced\s+by)\s+[`'\"]?(?:--)?([A-Za-z_]\w*)")
+# a name the text gives as the one to write instead: quoted (`y`, 'y', "y", --y inside), the quote closing right
+# after it (so `attn: eager` or `--optim adafactor`, a value to set, is none), or bare before "instead" or the
+# end of a clause ("use rl_beta instead", "use offload_optimizer instead"); a parenthesis may follow ("`y` (str)")
+_NAME_AFTER = (
+    r"(?:[`'\"](?:--)?(?P<q>[A-Za-z_]\w*)[`'\"]|(?:--)?(?P<u>[A-Za-z_]\w*))"
+    r"(?=(?:\s*\([^)]*\))?(?:\s+instead\b|\s+is\s+preferred\b|\s*[.,;!)]|\s*$))"
+)
+# after words that can only name the new name ("renamed to", "in favor of"): any word not followed by a value
+_NAME_NEXT = r"(?:[`'\"](?:--)?(?P<q>[A-Za-z_]\w*)[`'\"]|(?:--)?(?P<u>[A-Za-z_]\w*)(?![\w:=`'\"]))"
+_RENAME_RXS = (
+    re.compile(r"\bdeprecated\s+alias\s+(?:of|for)\s+" + _NAME_NEXT, re.I),  # "Deprecated alias of `y`"
+    re.compile(r"\b(?:renamed\s+to|in\s+favou?r\s+of|replaced\s+(?:by|with))\s+" + _NAME_NEXT, re.I),
+    re.compile(r"\bthe\s+use\s+of\s+" + _NAME_AFTER, re.I),  # "the use of `--y` is preferred"
+    re.compile(r"\buse\s+" + _NAME_AFTER, re.I),  # "use `y` instead", "please use y instead"
+)
 _NO_LONGER_RX = re.compile(r"\bno longer (?:supported|used)\b", re.I)
 _REMOVED_RX = re.compile(r"\b(?:has been|was|have been|is) removed\b|\bno longer supported\b", re.I)
 
@@ -113,6 +131,24 @@ def sentence_with(text: str, rx: re.Pattern) -> str | None:
         if rx.search(s):
             return s[:300]
     return None
+
+
+def replacement_in(text: str | None, name: str) -> str | None:
+    """The name a deprecation text says to write instead of ``name`` ("`x` is deprecated, use `y` instead",
+    "Deprecated alias of `y`", "the use of `--y` is preferred", "in favor of `y`"), the earliest one the text
+    states; None when it names a value to set, an expression or nothing. The caller checks that it is a name
+    of the same class in that release (registry_timeline.merge)."""
+    if not text:
+        return None
+    flat = re.sub(r"\s+", " ", text)
+    best: tuple[int, str] | None = None
+    for rx in _RENAME_RXS:
+        for m in rx.finditer(flat):
+            y = m.group("q") or m.group("u")
+            if y and y != name and (best is None or m.start() < best[0]):
+                best = (m.start(), y)
+            break
+    return best[1] if best else None
 
 
 def json_text(value: Any) -> str:
@@ -655,12 +691,12 @@ class Tree:
                 continue
             item = Item(name=name, type=ann_text, file=self.relfile(mod), line=stmt.lineno, declared_in=cls.name)
             call = stmt.value if isinstance(stmt.value, ast.Call) else None
-            fname = _call_name(call) if call is not None else None
+            fname = self._field_call(mod, call) if call is not None else None
             annotated_field = None
             if isinstance(ann, ast.Subscript) and _call_name_of(ann.value) == "Annotated":
                 elts = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else []
                 for e in elts[1:]:
-                    if isinstance(e, ast.Call) and _call_name(e) == "Field":
+                    if isinstance(e, ast.Call) and self._field_call(mod, e) == "Field":
                         annotated_field = e
             info: dict[str, Any] = {}
             if fname == "field":
@@ -691,12 +727,28 @@ class Tree:
             full = info.get("doc_full") or doc_text or ""
             if item.deprecated is None and full and _DEPRECATED_RX.search(full):
                 item.deprecated = sentence_with(full, _DEPRECATED_RX)
-                use = _USE_RX.search(item.deprecated or "")
-                item.replacement = item.replacement or (use.group(1) if use else None)
+                m = _DEPRECATED_RX.search(re.sub(r"\s+", " ", full))
+                # the deprecation sentence and what follows it ("Deprecated. Use `y` instead.")
+                tail = re.sub(r"\s+", " ", full)[max(0, m.start() - 200) : m.end() + 300] if m else ""
+                item.replacement = item.replacement or replacement_in(tail, name)
             if item.deprecated is None and name in validators:
-                item.deprecated = validators[name]
+                item.deprecated = validators[name][0]
+                item.replacement = item.replacement or replacement_in(validators[name][1], name)
             out.append(item)
         return out
+
+    def _field_call(self, mod: str, call: ast.Call) -> str | None:
+        """``field`` (dataclasses) or ``Field`` (pydantic, v1 or v2) for a call of one, under any name it is
+        imported as (``from pydantic.v1 import Field as V1Field``); else the call's own name."""
+        name = _call_name(call)
+        if name in ("field", "Field") or not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return name
+        r = self.resolve_expr(mod, call.func)
+        if r is not None and r.kind == "external" and r.name in ("field", "Field"):
+            root = r.module.split(".")[0]
+            if (root, r.name) in (("dataclasses", "field"), ("pydantic", "Field")):
+                return r.name
+        return name
 
     def _dataclass_field(self, mod: str, call: ast.Call, item: Item, info: dict) -> None:
         kw = {k.arg: k.value for k in call.keywords if k.arg}
@@ -759,19 +811,18 @@ class Tree:
             item.default, item.default_is_expr = self._factory(mod, kw["default_factory"])
         else:
             item.required = True
-        for k in ("alias", "validation_alias", "serialization_alias"):
-            if k in kw:
-                node = kw[k]
-                names: list[str] = []
-                if isinstance(node, ast.Call) and _call_name(node) in ("AliasChoices", "AliasPath"):
-                    names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-                else:
-                    s = self.text(mod, node)
-                    names = [s] if s else []
-                if k == "alias" and names:
-                    item.extra["alias"] = names[0]
-                elif k == "validation_alias":
-                    item.aliases = sorted({*item.aliases, *names})
+        # the keys a user may write besides the field's name: pydantic validates by ``validation_alias`` where
+        # one is given (a string, AliasChoices of strings / AliasPaths, an AliasPath of one key), else by
+        # ``alias`` (v1 and v2); ``serialization_alias`` names the key of a dump only, never an input
+        alias = self.text(mod, kw["alias"]) if "alias" in kw else None
+        if alias:
+            item.extra["alias"] = alias  # the key walk_model names the field by, as pydantic's field.alias
+        if "validation_alias" in kw:
+            names = self._alias_names(mod, kw["validation_alias"])
+        else:
+            names = [alias] if alias else []
+        if names:
+            item.aliases = sorted({*item.aliases, *names} - {item.name})
         extra = kw.get("json_schema_extra")
         ex: dict[str, ast.AST] = {}
         if isinstance(extra, ast.Dict):
@@ -810,6 +861,19 @@ class Tree:
                 except NotLiteral:
                     pass
 
+    def _alias_names(self, mod: str, node: ast.AST) -> list[str]:
+        """The input keys a ``validation_alias`` names: a string, ``AliasChoices(...)`` of strings and
+        ``AliasPath``s, an ``AliasPath`` of one key (a longer path is a key inside another key: not a name)."""
+        if isinstance(node, ast.Call) and _call_name(node) == "AliasChoices":
+            return [n for a in node.args for n in self._alias_names(mod, a)]
+        if isinstance(node, ast.Call) and _call_name(node) == "AliasPath":
+            if len(node.args) == 1:
+                s = self.text(mod, node.args[0])
+                return [s] if s else []
+            return []
+        s = self.text(mod, node)
+        return [s] if s else []
+
     def _factory(self, mod: str, node: ast.AST) -> tuple[str | None, bool]:
         """A default_factory's value: ``list`` -> ``[]``, ``lambda: [..]`` -> its literal, else the call text."""
         if isinstance(node, ast.Name) and node.id in ("list", "dict", "set", "tuple"):
@@ -818,9 +882,10 @@ class Tree:
             return self.value_text(mod, node.body)
         return ast.unparse(node) + "()", True
 
-    def _validator_messages(self, ref: Ref) -> dict[str, str]:
-        """Fields whose pydantic validator says they are deprecated or no longer supported (its words)."""
-        out: dict[str, str] = {}
+    def _validator_messages(self, ref: Ref) -> dict[str, tuple[str, str]]:
+        """Fields whose pydantic validator says they are deprecated or no longer supported: (its sentence, the
+        whole message, where a replacement may follow the sentence)."""
+        out: dict[str, tuple[str, str]] = {}
         for stmt in ref.node.body:
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -838,7 +903,7 @@ class Tree:
                     # the message must name the field: "`type: sharegpt` is deprecated" in the validator of
                     # `datasets` is about a value of it, not about the field
                     if re.search(rf"(?<![\w.]){re.escape(f)}(?!\w)", s):
-                        out.setdefault(f, sentence_with(s, rx) or s[:300])
+                        out.setdefault(f, (sentence_with(s, rx) or s[:300], s[:600]))
         return out
 
     def _strings(self, mod: str, node: ast.AST) -> Iterator[str]:
@@ -866,12 +931,15 @@ class Tree:
                 for s in texts:
                     for m in _WARN_RX.finditer(s):
                         n = m.group(1).rsplit(".", 1)[-1]
+                        # "using `EvaluationStrategy` for `eval_strategy` is deprecated": a way of setting the
+                        # name (the object of a preposition) is deprecated, not the name
+                        if re.search(r"\b(?:for|to|of|in|with|on)\s*$", s[max(0, m.start() - 8) : m.start()], re.I):
+                            continue
                         if n in wanted and n not in out:
                             sent = (
                                 sentence_with(s[m.start() :], re.compile(r"deprecated", re.I)) or s[m.start() :][:300]
                             )
-                            use = _USE_RX.search(s[m.end() : m.end() + 300])
-                            out[n] = (sent, use.group(1) if use and use.group(1) != n else None)
+                            out[n] = (sent, replacement_in(s[m.start() : m.end() + 300], n))
         return out
 
     def class_fields(self, ref: Ref) -> dict[str, Item]:
@@ -957,7 +1025,7 @@ class Tree:
         for name, it in self.class_fields(ref).items():
             key = it.extra.get("alias") or name
             if key != name:
-                it.aliases = sorted({*it.aliases, name})
+                it.aliases = sorted({*it.aliases, name} - {key})
                 it.name = key
             path = f"{prefix}.{key}" if prefix else key
             mod = self._module_of_class_named(ref, it.declared_in)
@@ -1005,6 +1073,30 @@ class Tree:
                         if isinstance(t, ast.Name):
                             origins.setdefault(t.id, set()).add(self._parser_origin(mod, node.value))
 
+        # a parser variable that one of its assignments builds from an ArgumentParser subclass of the package
+        # (accelerate's CustomArgumentParser): that class (its other assignments are parsers made elsewhere)
+        parser_classes: dict[str, Ref] = {}
+        for top in scope:
+            for node in ast.walk(top):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    pc = self._parser_class(mod, node.value)
+                    for t in node.targets:
+                        if pc is not None and isinstance(t, ast.Name):
+                            parser_classes.setdefault(t.id, pc)
+
+        def container(receiver: ast.AST, depth: int = 0) -> Ref | None:
+            """The package class of the parser or argument group add_argument is called on (None: argparse's)."""
+            if not isinstance(receiver, ast.Name) or depth > 5:
+                return None
+            if receiver.id in parser_classes:
+                return parser_classes[receiver.id]
+            for o in sorted(origins.get(receiver.id, ())):
+                if o.startswith("group:"):
+                    parent = container(ast.Name(id=o[6:]), depth + 1)
+                    if parent is not None:
+                        return self._returned_class(parent, "add_argument_group")
+            return None
+
         def plain(receiver: ast.AST, depth: int = 0) -> bool:
             """The receiver of add_argument is argparse's own parser (or a group of one)."""
             if not isinstance(receiver, ast.Name) or receiver.id not in origins or depth > 5:
@@ -1032,7 +1124,14 @@ class Tree:
                     continue
                 kw = {k.arg: k.value for k in node.keywords if k.arg}
                 it = Item(name=longs[0], kind="cli_flag", file=self.relfile(mod), line=node.lineno)
-                it.aliases = sorted(set(opts) - {longs[0]})
+                cont = container(node.func.value)
+                spelled: list[str] = []
+                if cont is not None:
+                    for a, b, start in self._spelling_rules(mod, cont, kw.get("action")):
+                        spelled += [o.replace(a, b) for o in opts if a in o[start:] and o.replace(a, b) != o]
+                    if spelled:
+                        it.extra["spellings_from"] = cont.name  # the option strings its parser adds (read from it)
+                it.aliases = sorted((set(opts) | set(spelled)) - {longs[0]})
                 if "type" in kw:
                     it.type = ast.unparse(kw["type"]).rsplit(".", 1)[-1]
                 action = kw.get("action")
@@ -1049,8 +1148,7 @@ class Tree:
                 it.doc = first_sentence(help_text)
                 if help_text and _DEPRECATED_RX.search(help_text):
                     it.deprecated = sentence_with(help_text, _DEPRECATED_RX)
-                    use = _USE_RX.search(it.deprecated or "")
-                    it.replacement = use.group(1) if use else None
+                    it.replacement = replacement_in(help_text, it.name.lstrip("-"))
                 if "choices" in kw:
                     try:
                         it.extra["choices"] = self.literal(mod, kw["choices"])
@@ -1078,6 +1176,276 @@ class Tree:
                         it.extra["argparse"] = True  # added by argparse itself, not by an add_argument call
                         items["--help"] = it
         return list(items.values())
+
+    # ---- argparse: the option strings a parser class of the package adds
+
+    def _argparse_subclass(self, ref: Ref, base: str) -> bool:
+        """``ref`` (a class of the package) derives from argparse's ``base`` (through classes of the package)."""
+        for r in self.mro(ref):
+            for b in self.bases(r):
+                if b.kind == "external" and b.module.split(".")[0] == "argparse" and b.name == base:
+                    return True
+        return False
+
+    def _parser_class(self, mod: str, call: ast.Call) -> Ref | None:
+        """The package class a call constructs when it is an ArgumentParser subclass."""
+        r = self._class_called(mod, call)
+        return r if r is not None and self._argparse_subclass(r, "ArgumentParser") else None
+
+    def _class_called(self, mod: str, call: ast.Call) -> Ref | None:
+        if isinstance(call.func, (ast.Name, ast.Attribute)):
+            r = self.resolve_expr(mod, call.func)
+            if r is not None and r.kind == "class":
+                return r
+        return None
+
+    def _method_of(self, ref: Ref, name: str) -> Ref | None:
+        for r in self.mro(ref):
+            for s in r.node.body:
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name:
+                    return Ref("func", r.module, s, name)
+        return None
+
+    def _returned_class(self, ref: Ref, method: str) -> Ref | None:
+        """The package class whose instance ``ref.method`` returns (``return G(...)``, or ``g = G(...)`` then
+        ``return g``); None where the method is argparse's own or returns something else."""
+        m = self._method_of(ref, method)
+        if m is None:
+            return None
+        built: dict[str, Ref] = {}
+        for n in ast.walk(m.node):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+                c = self._class_called(m.module, n.value)
+                for t in n.targets:
+                    if c is not None and isinstance(t, ast.Name):
+                        built[t.id] = c
+        for n in ast.walk(m.node):
+            if isinstance(n, ast.Return) and n.value is not None:
+                if isinstance(n.value, ast.Call):
+                    return self._class_called(m.module, n.value)
+                if isinstance(n.value, ast.Name) and n.value.id in built:
+                    return built[n.value.id]
+        return None
+
+    def _action_value(self, mod: str, node: ast.AST | None) -> tuple[str, Any] | None:
+        """An ``action=`` value: ("builtin", "store_true" / None) or ("class", a package Action class)."""
+        if node is None:
+            return ("builtin", None)
+        text = self.text(mod, node)
+        if text is not None:
+            return ("builtin", text)
+        r = self.resolve_expr(mod, node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        return ("class", r) if r is not None and r.kind == "class" else None
+
+    def _spelling_rules(self, mod: str, cont: Ref, action: ast.AST | None) -> list[tuple[str, str, int]]:
+        """What the package's parser / group class ``cont`` does to an ``add_argument(..., action=action)``:
+        the action class it ends up with (its ``add_argument`` override, then its ``_add_action`` override, each
+        read statement by statement), and that class's option-string rules: ``(a, b, start)`` for an
+        ``__init__`` that adds ``option_string.replace(a, b)`` for every option string with ``a`` in
+        ``option_string[start:]``. Empty where any step is not one this reader can follow."""
+        state = self._action_value(mod, action)
+        if state is None:
+            return []
+        m = self._method_of(cont, "add_argument")
+        if m is not None:
+            kwarg = m.node.args.kwarg.arg if m.node.args.kwarg else None
+            if kwarg is None:
+                return []
+            state = self._run_add_argument(m, m.node.body, state, action is not None, kwarg)
+            if state is None:
+                return []
+        m = self._method_of(cont, "_add_action")
+        if m is not None:
+            params = [a.arg for a in [*m.node.args.posonlyargs, *m.node.args.args]]
+            if len(params) < 2:
+                return []
+            state = self._run_add_action(m, m.node.body, state, params[1])
+            if state is None:
+                return []
+        if state[0] != "class":
+            return []
+        return self._option_string_rules(state[1])
+
+    def _run_add_argument(self, m: Ref, body: list, state: Any, given: bool, kwarg: str) -> Any:
+        """The action after an ``add_argument(self, *args, **kwargs)`` override's statements (None: a statement
+        this reader cannot follow)."""
+
+        def cond(test: ast.AST) -> bool | None:
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                c = cond(test.operand)
+                return None if c is None else not c
+            if isinstance(test, ast.BoolOp):
+                vals = [cond(v) for v in test.values]
+                if any(v is None for v in vals):
+                    return None
+                return all(vals) if isinstance(test.op, ast.And) else any(vals)
+            if isinstance(test, ast.Compare) and len(test.ops) == 1:
+                left, op, right = test.left, test.ops[0], test.comparators[0]
+                if (
+                    isinstance(op, (ast.In, ast.NotIn))
+                    and isinstance(left, ast.Constant)
+                    and left.value == "action"
+                    and isinstance(right, ast.Name)
+                    and right.id == kwarg
+                ):
+                    return given if isinstance(op, ast.In) else not given
+                if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant) and _is_kw(left, kwarg):
+                    same = state == ("builtin", right.value)
+                    return same if isinstance(op, ast.Eq) else not same
+            return None
+
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                c = cond(stmt.test)
+                if c is None:
+                    return None
+                before = state
+                state = self._run_add_argument(m, stmt.body if c else stmt.orelse, state, given, kwarg)
+                if state is None:
+                    return None
+                given = given or state != before
+            elif isinstance(stmt, ast.Assign) and any(_is_kw(t, kwarg) for t in stmt.targets):
+                state = self._action_value(m.module, stmt.value)
+                if state is None:
+                    return None
+                given = True
+            elif isinstance(stmt, (ast.Return, ast.Raise)):
+                break
+        return state
+
+    def _run_add_action(self, m: Ref, body: list, state: Any, param: str) -> Any:
+        """The action after an ``_add_action(self, action)`` override's ``isinstance`` tests and reassignments
+        (None: a statement this reader cannot follow). argparse's own action classes are those of this Python's
+        argparse (the registry of ``action=`` names)."""
+        import argparse
+
+        def is_instance(test: ast.AST) -> bool | None:
+            if not (
+                isinstance(test, ast.Call)
+                and _call_name(test) == "isinstance"
+                and len(test.args) == 2
+                and isinstance(test.args[0], ast.Name)
+                and test.args[0].id == param
+                and isinstance(test.args[1], (ast.Name, ast.Attribute))
+            ):
+                return None
+            r = self.resolve_expr(m.module, test.args[1])
+            if r is None:
+                return None
+            argparse_class = r.kind == "external" and r.module.split(".")[0] == "argparse"
+            if state[0] == "builtin":
+                if r.kind == "class":
+                    return False  # an action argparse made is no instance of a class of the package
+                if not argparse_class:
+                    return None
+                cls = argparse.ArgumentParser()._registry_get("action", state[1], None)
+                target = getattr(argparse, r.name, None)
+                if not isinstance(cls, type) or not isinstance(target, type):
+                    return None
+                return issubclass(cls, target)
+            ref = state[1]
+            if r.kind == "class":
+                return any(x.module == r.module and x.node is r.node for x in self.mro(ref))
+            if argparse_class:
+                return r.name == "Action" or self._argparse_subclass(ref, r.name)
+            return None
+
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                c = is_instance(stmt.test)
+                if c is None:
+                    return None
+                state = self._run_add_action(m, stmt.body if c else stmt.orelse, state, param)
+                if state is None:
+                    return None
+            elif (
+                isinstance(stmt, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == param for t in stmt.targets)
+                and isinstance(stmt.value, ast.Call)
+            ):
+                f = stmt.value.func
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and _call_name(f.value) == "super":
+                    continue  # argparse's own _add_action: it adds the action as it is
+                r = self._class_called(m.module, stmt.value)
+                if r is None:
+                    return None
+                state = ("class", r)
+            elif isinstance(stmt, (ast.Return, ast.Raise)):
+                break
+        return state
+
+    def _option_string_rules(self, action: Ref) -> list[tuple[str, str, int]]:
+        """``(a, b, start)`` of every ``for x in ...option_strings: ... if a in x[start:]: ... x.replace(a, b)`` in
+        the ``__init__`` of the action class or of its bases in the package."""
+        out: list[tuple[str, str, int]] = []
+
+        def guard_of(t: ast.AST, var: str) -> tuple[str, int] | None:
+            if not (
+                isinstance(t, ast.Compare)
+                and len(t.ops) == 1
+                and isinstance(t.ops[0], ast.In)
+                and isinstance(t.left, ast.Constant)
+                and isinstance(t.left.value, str)
+            ):
+                return None
+            c = t.comparators[0]
+            if isinstance(c, ast.Name) and c.id == var:
+                return t.left.value, 0
+            if (
+                isinstance(c, ast.Subscript)
+                and isinstance(c.value, ast.Name)
+                and c.value.id == var
+                and isinstance(c.slice, ast.Slice)
+                and c.slice.upper is None
+                and c.slice.step is None
+                and isinstance(c.slice.lower, ast.Constant)
+                and isinstance(c.slice.lower.value, int)
+            ):
+                return t.left.value, c.slice.lower.value
+            return None
+
+        def visit(node: ast.AST, var: str | None, guard: dict[str, int]) -> None:
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                if "option_strings" in ast.unparse(node.iter):
+                    for s in node.body:
+                        visit(s, node.target.id, {})
+                    return
+            if isinstance(node, ast.If) and var is not None:
+                g = guard_of(node.test, var)
+                for s in node.body:
+                    visit(s, var, {**guard, g[0]: g[1]} if g else guard)
+                for s in node.orelse:
+                    visit(s, var, guard)
+                return
+            if (
+                var is not None
+                and isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "replace"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == var
+                and len(node.args) == 2
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+            ):
+                a, b = node.args[0].value, node.args[1].value
+                rule = (a, b, guard.get(a, 0))
+                if rule not in out:
+                    out.append(rule)
+            for child in ast.iter_child_nodes(node):
+                visit(child, var, guard)
+
+        for r in self.mro(action):
+            init = next(
+                (
+                    s
+                    for s in r.node.body
+                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"
+                ),
+                None,
+            )
+            for s in init.body if init is not None else []:
+                visit(s, None, {})
+        return out
 
     def _parser_origin(self, mod: str, call: ast.Call) -> str:
         f = call.func
@@ -1180,6 +1548,27 @@ def _call_name_of(node: ast.AST) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return None
+
+
+def _is_kw(node: ast.AST, kwarg: str) -> bool:
+    """``kwargs["action"]`` or ``kwargs.get("action")`` of the ``**kwargs`` parameter ``kwarg``."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == kwarg
+        and isinstance(node.slice, ast.Constant)
+    ):
+        return node.slice.value == "action"
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == kwarg
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "action"
+    )
 
 
 def _call_name(call: ast.Call | None) -> str | None:

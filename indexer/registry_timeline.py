@@ -13,7 +13,12 @@ What is read per package is named in ``READERS`` (where to look, not what is in 
 docs, lines and deprecations all come from the release's own source. A part that a release lacks is recorded in
 the timeline's ``skipped`` for that release, never a crash and never a silent gap. The output is deterministic
 (sorted keys, no dates): a rerun from the same downloads is byte-identical. ``--offline`` never calls pip: it
-reads only what ``.cache/kb/dist/`` already holds.
+reads only what ``.cache/kb/dist/`` already holds. ``--check`` compares the committed timelines with the
+import-built registry at its sampled releases: the names, their kinds and their aliases.
+
+:func:`add_release` (``kb registry add PACKAGE==VERSION``) adds one release to a timeline: read the same way,
+merged with the releases already there (:func:`records_at`), the file rewritten; :func:`release_diff` says what
+changed against the release before it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from indexer.registry_static import DictReads, Item, Ref, Tree, default_text
+from kb.registry.timeline import replacement_id
 
 ROOT = Path(__file__).resolve().parent.parent
 DIST = ROOT / ".cache" / "kb" / "dist"
@@ -98,6 +104,7 @@ WINDOWS: dict[str, dict[str, Any]] = {
         "argument classes (swift/llm/argument/) to 4.6",
     },
 }
+
 
 # the packages whose Requires-Dist pins are recorded per release (a linter assumes what a front end requires): every
 # package the registry records, the sampled libraries (the builders) and the timelines' own
@@ -774,6 +781,11 @@ def merge(pkg: str, releases: list[str], per_release: dict[str, dict[str, Rec]])
     release where it became deprecated, and its other fields from the newest release that has it."""
     ids = sorted({i for names in per_release.values() for i in names})
     out: dict[str, dict] = {}
+    # release -> (id, name, aliases, owners) of its names: where a stated replacement is looked up
+    cands = {
+        r: [(k, v["name"], v["aliases"], v.get("owners") or ()) for k, v in sorted(per_release[r].items())]
+        for r in releases
+    }
     for rid in ids:
         present = [rid in per_release[r] for r in releases]
         have = [r for r in releases if rid in per_release[r]]
@@ -787,9 +799,24 @@ def merge(pkg: str, releases: list[str], per_release: dict[str, dict[str, Rec]])
         last_rem: Any = None
         validated: dict[str, bool] = {}
         last_val: Any = None
+        replacement: dict[str, str | None] = {}
+        last_rep: Any = None
+        aliases: dict[str, list[str]] = {}
+        last_al: Any = None
         owners: set[str] = set()
         for r in have:
             rec = per_release[r][rid]
+            # a replacement the release's source states, where it names a name of the same class in that release
+            rep = None
+            if rec.get("replacement"):
+                cid = replacement_id(rid, rec.get("owners") or (), rec["replacement"], cands[r])
+                rep = per_release[r][cid]["name"] if cid else None
+            if rep != last_rep:
+                replacement[r] = rep
+            last_rep = rep
+            if rec["aliases"] != last_al:
+                aliases[r] = rec["aliases"]
+            last_al = rec["aliases"]
             if rec["default"] != last_d:
                 defaults[r] = rec["default"]
                 if rec["default_is_expr"]:
@@ -828,8 +855,10 @@ def merge(pkg: str, releases: list[str], per_release: dict[str, dict[str, Rec]])
             entry["removed"] = removed  # release -> the error the release raises for it (None: accepted again)
         if any(validated.values()):
             entry["validated"] = validated  # release -> whether a pydantic model validates it (where it changes)
-        if newest.get("replacement"):
-            entry["replacement"] = newest["replacement"]
+        if any(replacement.values()):
+            entry["replacement"] = replacement  # release -> the name the source says to write instead
+        if len(aliases) > 1:
+            entry["aliases_by_release"] = aliases  # release -> its aliases, where they change (aliases: the newest's)
         if owners or newest.get("owners") is not None:
             entry["owners"] = sorted(owners)
         for k in ("nargs", "choices", "implicit"):
@@ -865,9 +894,14 @@ def releases_of(pkg: str, offline: bool) -> list[str]:
     return select(pkg, available_versions(pkg))
 
 
-def build(pkg: str, offline: bool = False, progress: Progress = _say) -> dict:
-    """The timeline of ``pkg``: every release of its window, downloaded (unless offline), unpacked, read."""
-    releases = releases_of(pkg, offline)
+def build(pkg: str, offline: bool = False, progress: Progress = _say, out_dir: Path = OUT) -> dict:
+    """The timeline of ``pkg``: every release of its window, downloaded (unless offline), unpacked, read, and the
+    releases ``kb registry add`` added to the committed timeline (its ``added``) besides."""
+    added: list[str] = []
+    if (out_dir / f"{pkg}.json").exists():
+        added = list(json.loads((out_dir / f"{pkg}.json").read_text(encoding="utf-8")).get("added") or [])
+    releases = sorted(set(releases_of(pkg, offline)) | set(added), key=Version)
+    added = sorted(set(releases) - set(select(pkg, releases)), key=Version)
     read: dict[str, dict] = {}
     requires: dict[str, dict] = {}
     skipped: dict[str, list[str]] = {}
@@ -887,7 +921,7 @@ def build(pkg: str, offline: bool = False, progress: Progress = _say) -> dict:
         progress(
             f"timeline {pkg} {v} ({i}/{len(releases)}): {len(rel.names)} names, {len(rel.skipped)} skipped, {archive.name}"
         )
-    return {
+    out = {
         "format": FORMAT,
         "package": pkg,
         "window": WINDOWS[pkg]["why"],
@@ -897,6 +931,9 @@ def build(pkg: str, offline: bool = False, progress: Progress = _say) -> dict:
         "skipped": skipped,
         "names": merge(pkg, releases, per_release),
     }
+    if added:
+        out["added"] = added  # releases besides the window's rule (kb registry add): a rebuild keeps them
+    return out
 
 
 def write(pkg: str, timeline: dict, out_dir: Path = OUT) -> Path:
@@ -961,6 +998,12 @@ def check(pkg: str, timeline: dict | None = None, registry_dir: Path = REGISTRY)
         }
         t_ids = {k: v["kind"] for k, v in tl_names.items() if present_at(v, release, tl["releases"])}
         both = set(r_ids) & set(t_ids)
+        r_al = {
+            r["id"]: sorted(_at(r, release, "aliases") or [])
+            for r in reg
+            if r["id"] in both and release in r["releases"]
+        }
+        t_al = {i: aliases_at(tl_names[i], release, tl["releases"]) for i in both}
         out[release] = {
             "registry": len(r_ids),
             "timeline": len(t_ids),
@@ -968,8 +1011,29 @@ def check(pkg: str, timeline: dict | None = None, registry_dir: Path = REGISTRY)
             "missing": sorted(set(r_ids) - set(t_ids)),
             "added": sorted(set(t_ids) - set(r_ids)),
             "kind": sorted(f"{i}: {r_ids[i]} / {t_ids[i]}" for i in both if r_ids[i] != t_ids[i]),
+            # the names both have, and those whose aliases differ ("id: registry [...] / timeline [...]")
+            "with_aliases": sum(1 for i in both if r_al[i] or t_al[i]),
+            "aliases": sorted(
+                f"{i}: registry {json.dumps(r_al[i])} / timeline {json.dumps(t_al[i])}"
+                for i in both
+                if r_al[i] != t_al[i]
+            ),
         }
     return out
+
+
+def _at(rec: dict, release: str, key: str) -> Any:
+    """A format-2 registry record's ``key`` as ``release`` has it (its history applied)."""
+    h = (rec.get("history") or {}).get(release) or {}
+    return h[key] if key in h else rec.get(key)
+
+
+def aliases_at(entry: dict, release: str, releases: list[str]) -> list[str]:
+    """A timeline entry's aliases at ``release`` (``aliases_by_release`` where they change, else ``aliases``)."""
+    by = entry.get("aliases_by_release")
+    if not by:
+        return sorted(entry.get("aliases") or [])
+    return sorted(_state_at(by, release, releases) or [])
 
 
 # Why a name differs between the static read and the import-built registry at a sampled release: the
@@ -1043,6 +1107,8 @@ def explained_check(pkg: str, result: dict, tl: dict | None = None) -> dict[str,
             rid, kinds = line.split(": ", 1)
             cat = explain(pkg, release, rid, "kind", tl, kinds.split(" / ")[0]) or "unexplained"
             groups.setdefault(cat, []).append(f"kind {line}")
+        for line in r.get("aliases", []):  # no category explains a difference of aliases
+            groups.setdefault("unexplained", []).append(f"aliases {line}")
         out[release] = groups
     return out
 
@@ -1059,7 +1125,8 @@ def check_report(pkg: str, result: dict) -> str:
             continue
         lines.append(
             f"{pkg} {release}: registry {r['registry']}, timeline {r['timeline']}, both {r['agree']}, "
-            f"missing {len(r['missing'])}, added {len(r['added'])}, kind differs {len(r['kind'])}"
+            f"missing {len(r['missing'])}, added {len(r['added'])}, kind differs {len(r['kind'])}, "
+            f"aliases: {r['with_aliases']} with, {len(r['aliases'])} differ"
         )
     for release, groups in explained_check(pkg, result).items():
         for cat, items in sorted(groups.items()):
@@ -1067,6 +1134,311 @@ def check_report(pkg: str, result: dict) -> str:
             for i in items:
                 lines.append(f"    {i}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- one more release: kb registry add
+
+
+class AddError(ValueError):
+    """A release that cannot be added (unknown package, no such release, nothing readable); nothing was written."""
+
+
+def records_at(timeline: dict) -> dict[str, dict[str, Rec]]:
+    """Each release's records as :func:`merge` was given them, rebuilt from a merged timeline: the change maps
+    (defaults, deprecated, removed, validated, replacement, aliases) read back per release, the other fields
+    those of the newest release (what merge keeps of the others). Merging them again gives the same names."""
+    rels = timeline["releases"]
+    out: dict[str, dict[str, Rec]] = {r: {} for r in rels}
+    for rid, e in timeline["names"].items():
+        f, _, line = e["source"].rpartition(":")
+        exprs = set(e.get("default_is_expression") or [])
+        for a, b in e["spans"]:
+            for r in rels[rels.index(a) : rels.index(b) + 1]:
+                d_rel = _change_at(e["defaults"], r, rels)
+                rec: Rec = {
+                    "kind": e["kind"],
+                    "name": e["name"],
+                    "path": e["path"],
+                    "type": e["type"],
+                    "doc": e["doc"],
+                    "aliases": aliases_at(e, r, rels),
+                    "default": e["defaults"][d_rel] if d_rel else None,
+                    "default_is_expr": d_rel in exprs,
+                    "deprecated": _state_at(e["deprecated"], r, rels),
+                    "replacement": _state_at(e.get("replacement") or {}, r, rels),
+                    "file": f,
+                    "line": int(line) if line.isdigit() else 0,
+                    "owners": e.get("owners"),
+                    "inherits": e["inherits"],
+                }
+                if "validated" in e:
+                    rec["validated"] = bool(_state_at(e["validated"], r, rels))
+                if "removed" in e:
+                    rec["removed"] = _state_at(e["removed"], r, rels)
+                for k in ("nargs", "choices", "implicit"):
+                    if k in e:
+                        rec[k] = e[k]
+                out[r][rid] = rec
+    return out
+
+
+def _change_at(changes: dict[str, Any], release: str, releases: list[str]) -> str | None:
+    """The release of the last change at or before ``release`` in a release -> value map."""
+    best = None
+    for r in changes:
+        if releases.index(r) <= releases.index(release) and (best is None or releases.index(r) > releases.index(best)):
+            best = r
+    return best
+
+
+def _read_one(pkg: str, version: str, folder: Path | None, offline: bool) -> tuple[Release, dict, dict]:
+    """The release read: (Release, its ``read`` line, its Requires-Dist pins); AddError when it cannot be."""
+    if folder is None:
+        archive = cached_file(pkg, version)
+        if archive is None and offline:
+            raise AddError(f"{pkg} {version}: not in {DIST / pkg} (run without --offline to download it)")
+        if archive is None:
+            try:
+                archive = download(pkg, version)
+            except RuntimeError as e:
+                raise AddError(
+                    f"{pkg}=={version}: no such release on the package index, or it cannot be downloaded ({e})"
+                ) from None
+        try:
+            folder = unpack(pkg, version, archive)
+        except (RuntimeError, OSError, zipfile.BadZipFile, tarfile.TarError) as e:
+            raise AddError(f"{pkg} {version}: {archive.name} cannot be unpacked: {e}") from None
+        read = {"file": archive.name, "sha256": sha256(archive), "how": "static"}
+    else:
+        read = {"file": Path(folder).name, "sha256": _tree_sha256(Path(folder)), "how": "static"}
+    imp = WINDOWS[pkg]["import"]
+    if not (Path(folder) / imp).is_dir():
+        raise AddError(f"{pkg} {version}: no {imp}/ package in {folder}")
+    rel = read_release(pkg, version, Path(folder))
+    if not rel.names:
+        why = "; ".join(sorted(rel.skipped)[:3]) or "no name found"
+        raise AddError(f"{pkg} {version}: nothing could be read ({why})")
+    reqs, where = requirements(Path(folder))
+    read["metadata"] = where or None
+    return rel, read, reqs
+
+
+def _tree_sha256(folder: Path) -> str:
+    """A digest of an unpacked folder's files (paths and contents, in order): a release given as a folder."""
+    h = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+        h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def add_release(
+    pkg: str,
+    version: str,
+    write: bool = True,
+    *,
+    folder: Path | None = None,
+    out_dir: Path = OUT,
+    offline: bool = False,
+    progress: Progress = _say,
+) -> dict:
+    """Add ``pkg==version`` to ``pkg``'s timeline: downloaded into the cache (pip), unpacked, read statically,
+    inserted in version order and merged with the releases already there (:func:`records_at`: the same names a
+    full rebuild with that release gives), the file rewritten (:func:`dumps`: byte-identical for the same
+    input) unless ``write`` is False. ``folder``: an unpacked release (``<import name>/...``) to read instead of
+    downloading one. A release already in the timeline is not read again.
+
+    Returns {"package", "version", "status" ("added" | "present" | "dry-run"), "written" (the path, or None),
+    "read" (the file read and its sha256), "names" (how many the release has), "releases", "previous" / "next"
+    (its neighbours in the timeline, or None), "diff" (:func:`release_diff` from the previous release, or None),
+    "next_diff" (from it to the next release, or None), "timeline" (the new timeline dict)}. AddError (nothing written) for an unknown package or version, a release that cannot be
+    downloaded, unpacked or read."""
+    if pkg not in WINDOWS:
+        raise AddError(f"{pkg}: no timeline for this package (one of: {', '.join(sorted(WINDOWS))})")
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        raise AddError(f"{pkg}=={version}: not a version (PEP 440)") from None
+    version = str(v)
+    path = out_dir / f"{pkg}.json"
+    if not path.exists():
+        raise AddError(
+            f"{path}: no timeline for {pkg} yet (build it: python -m indexer.registry_timeline --package {pkg})"
+        )
+    tl = json.loads(path.read_text(encoding="utf-8"))
+    if version in tl["releases"]:
+        return _result(pkg, version, "present", None, tl, None)
+    rel, read, reqs = _read_one(pkg, version, folder, offline)
+    progress(f"timeline {pkg} {version}: {len(rel.names)} names, {len(rel.skipped)} skipped, {read['file']}")
+    per_release = records_at(tl)
+    per_release[version] = rel.names
+    releases = sorted([*tl["releases"], version], key=Version)
+    new = dict(tl)
+    new["releases"] = releases
+    new["read"] = {**tl["read"], version: read}
+    new["requires"] = {**tl["requires"], version: reqs}
+    new["skipped"] = dict(tl["skipped"])
+    if rel.skipped:
+        new["skipped"][version] = sorted(rel.skipped)
+    # releases the window's rule would not choose among these (an older patch, a minor past the window): kept by
+    # rebuilds through "added"
+    added = sorted(set(releases) - set(select(pkg, releases)), key=Version)
+    if added:
+        new["added"] = added
+    new["names"] = merge(pkg, releases, per_release)
+    written = None
+    if write:
+        written = _write_file(pkg, new, out_dir)
+    return _result(pkg, version, "added" if write else "dry-run", written, new, read)
+
+
+def _result(pkg: str, version: str, status: str, written: Path | None, tl: dict, read: dict | None) -> dict:
+    rels = tl["releases"]
+    i = rels.index(version)
+    prev = rels[i - 1] if i > 0 else None
+    nxt = rels[i + 1] if i + 1 < len(rels) else None
+    return {
+        "package": pkg,
+        "version": version,
+        "status": status,
+        "written": str(written) if written else None,
+        "read": read or tl["read"].get(version),
+        "names": sum(1 for e in tl["names"].values() if present_at(e, version, rels)),
+        "releases": len(rels),
+        "previous": prev,
+        "next": nxt,
+        # what changed from the release before it; and, where it sits before another release, from it to that one
+        # (that release's changes are now counted from this one)
+        "diff": release_diff(tl, prev, version) if prev else None,
+        "next_diff": release_diff(tl, version, nxt) if nxt else None,
+        "timeline": tl,
+    }
+
+
+def release_diff(timeline: dict, old: str, new: str) -> dict[str, Any]:
+    """What changed from release ``old`` to release ``new`` of ``timeline`` (ids sorted): names ``added`` and
+    ``removed``; ``renamed`` (old id -> new id: a replacement the source states from ``new`` on, the old name
+    kept, or a name gone whose release ``old`` named its replacement); ``defaults`` changed; newly
+    ``deprecated``."""
+    from kb.registry.timeline import timeline_from_dict
+
+    t = timeline_from_dict(timeline)
+    out: dict[str, Any] = {
+        "from": old,
+        "to": new,
+        "added": [],
+        "removed": [],
+        "renamed": [],
+        "defaults": [],
+        "deprecated": [],
+    }
+    for rid in sorted(t.names):
+        now, before = bool(t.present(rid, new)), bool(t.present(rid, old))
+        if now and not before:
+            out["added"].append(rid)
+        elif before and not now:
+            out["removed"].append(rid)
+            new_id = t.replacement_id(rid, old)
+            if new_id and t.present(new_id, new):
+                out["renamed"].append(
+                    {"from": rid, "to": new_id, "stated_in": _stated_in(t, rid, old), "old_kept": False}
+                )
+        elif now and before:
+            new_id = t.replacement_id(rid, new)
+            if new_id and new_id != t.replacement_id(rid, old):
+                out["renamed"].append({"from": rid, "to": new_id, "stated_in": new, "old_kept": True})
+            k1, d1 = t.default_at(rid, old)
+            k2, d2 = t.default_at(rid, new)
+            if k1 and k2 and d1 != d2:
+                out["defaults"].append({"id": rid, "from": d1, "to": d2})
+            msg = t.deprecated_at(rid, new)
+            if msg is not None and t.deprecated_at(rid, old) is None:
+                out["deprecated"].append({"id": rid, "message": msg})
+    return out
+
+
+def _stated_in(t: Any, rid: str, release: str) -> str:
+    """The release from which the replacement in force at ``release`` is stated (its last change at or before)."""
+    i = t.releases.index(release)
+    starts = [r for r in t.names[rid].replacement if t.releases.index(r) <= i]
+    return max(starts, key=t.releases.index) if starts else release
+
+
+def touched_entries(result: dict, entries_root: Path) -> list[dict[str, str]]:
+    """The entries under ``entries_root`` that name a parameter the added release changed
+    (kb.content.check.touched_by_release at that release; and at the next release of the timeline where the
+    release went in before it, since that one's changes are now counted from it), for a reviewer to re-read."""
+    from dataclasses import asdict
+
+    from kb.content.check import touched_by_release
+    from kb.content.entries import load_entries
+    from kb.registry.store import Registry
+    from kb.registry.timeline import timeline_from_dict
+
+    pkg = result["package"]
+    tl = timeline_from_dict(result["timeline"], f"{pkg} timeline", pkg)
+    registry = Registry([], timelines={pkg: tl})
+    loaded = load_entries(entries_root)
+    out: list[dict[str, str]] = []
+    for rel in [result["version"], *([result["next"]] if result.get("next_diff") else [])]:
+        out += [asdict(t) for t in touched_by_release(loaded, registry, {pkg: rel})]
+    return out
+
+
+def add_report(result: dict, touched: list[dict[str, str]] | None, most: int = 40) -> str:
+    """``kb registry add``'s text: what was read, where it went, the changes, the entries to re-read."""
+    pkg, v = result["package"], result["version"]
+    lines = []
+    head = {
+        "added": f"added to {result['written']}",
+        "dry-run": "dry run: nothing written",
+        "present": "already in the timeline: nothing read, nothing written",
+    }[result["status"]]
+    read = result.get("read") or {}
+    lines.append(f"{pkg} {v}: {head}")
+    lines.append(
+        f"  {result['names']} names, read statically from {read.get('file', '?')}; the timeline has "
+        f"{result['releases']} releases"
+        + (f" ({result['previous']} before it" if result["previous"] else " (the oldest")
+        + (f", {result['next']} after it)" if result["next"] else ", the newest)")
+    )
+    for key in ("diff", "next_diff"):
+        d = result.get(key)
+        if not d:
+            continue
+        lines.append(f"{pkg} {d['from']} -> {d['to']}:")
+        groups = [
+            ("added", [i for i in d["added"]]),
+            ("removed", [i for i in d["removed"]]),
+            (
+                "renamed",
+                [
+                    f"{r['from']} -> {r['to']} (stated in {r['stated_in']}; "
+                    + ("the old name still accepted)" if r["old_kept"] else "the old name gone)")
+                    for r in d["renamed"]
+                ],
+            ),
+            ("default changed", [f"{x['id']}: {x['from']} -> {x['to']}" for x in d["defaults"]]),
+            ("newly deprecated", [f"{x['id']}: {x['message']}" for x in d["deprecated"]]),
+        ]
+        if not any(items for _, items in groups):
+            lines.append("  no name added, removed, renamed, re-defaulted or deprecated")
+        for label, items in groups:
+            if not items:
+                continue
+            lines.append(f"  {label} ({len(items)}):")
+            lines += [f"    {i}" for i in items[:most]]
+            if len(items) > most:
+                lines.append(f"    ... and {len(items) - most} more (--json lists every one)")
+    if touched is not None:
+        if touched:
+            lines.append(f"entries to re-read ({len(touched)}):")
+            lines += [f"  {t['file']}: {t['entry']}: {t['param']}: {t['change']} in {t['release']}" for t in touched]
+        else:
+            lines.append("entries to re-read: none names a parameter this release changed")
+    return "\n".join(lines) + "\n"
+
+
+_write_file = write
 
 
 def main(argv: list[str] | None = None) -> int:

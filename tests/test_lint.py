@@ -453,3 +453,22 @@ def test_odd_inputs(registry, text):
     except ConfigError:
         return
     lint_config(cfg, registry)
+
+
+@pytest.mark.parametrize(
+    "ds_block,path",
+    [
+        ("  deepspeed_multinode_launcher: pdsh\n", "deepspeed_config.deepspeed_hostfile"),  # the launcher is named
+        ("  zero_stage: 3\n", "deepspeed_config.deepspeed_multinode_launcher"),  # unset: accelerate picks pdsh
+    ],
+)
+def test_multinode_without_hostfile_names_what_decides_it(registry, ds_block, path):
+    """KB077 sits on the missing hostfile of a launcher the YAML names, or on the launcher it leaves unset
+    (accelerate issues 1795, 1867, 2601)."""
+    text = (
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_machines: 2\nnum_processes: 16\n"
+        "deepspeed_config:\n" + ds_block
+    )
+    hit = [f for f in lint_config(parse_config(text), registry) if f.code == "KB077"]
+    assert [f.path for f in hit] == [path], hit
+    assert ("is not set, so accelerate uses `pdsh`" in hit[0].message) == path.endswith("launcher")

@@ -332,3 +332,47 @@ def test_no_fix_is_a_bare_delete(registry):
             for f in case.lint(registry):
                 assert not (f.suggestion and BARE.match(f.suggestion.strip())), (code, case.note, f.suggestion)
                 assert not (f.suggestion_zh and f.suggestion_zh.strip() in ("删掉它", "删掉")), (code, case.note)
+
+
+# ---------------------------------------------------------------- removed features, linted at a release that had them
+
+# DeepSpeedExamples training/bing_bert/deepspeed_bsz4k_progressive_layer_drop_config_seq128.json (its PLD block) and
+# training/MoQ/test.json (its MoQ block): DeepSpeed 0.19.8 refuses both blocks; 0.19.4 reads them
+PLD = {**BASE, "progressive_layer_drop": {"enabled": True, "theta": 0.5, "gamma": 0.001}}
+MOQ = {
+    **BASE,
+    "quantize_training": {"enabled": True, "quantize_bits": {"start_bits": 16, "target_bits": 8}, "quantize_groups": 8},
+}
+
+
+def test_keys_of_a_section_deepspeed_hands_on_whole_are_unverified(registry):
+    """0.19.4 copies `progressive_layer_drop`, pops `enabled` (runtime/config.py:143-147) and the engine reads
+    theta / gamma from the copy (runtime/engine.py:972, 975): neither the trace nor the timeline sees that read."""
+    f = lint(PLD, registry.at({"deepspeed": "0.19.4"}))
+    assert not errors(f) and not [x for x in f if x.code == "KB005"], f
+    hit = [x for x in f if x.code == "KB022"]
+    assert len(hit) == 1 and hit[0].severity == "info" and "`theta`, `gamma`" in hit[0].message, hit
+    assert "hands the rest of the section on whole" in hit[0].message
+    # a typo in a section DeepSpeed reads key by key is still said to do nothing
+    typo = {**BASE, "flops_profiler": {"enabled": True, "profile_stpe": 1}}
+    assert [x.code for x in lint(typo, registry.at({"deepspeed": "0.19.4"})) if x.path.endswith("stpe")] == ["KB005"]
+
+
+def test_a_removed_feature_is_not_called_new_in_a_release_that_had_it(registry):
+    """`quantize_training` is recorded only from 0.19.8, the release that refuses it: at 0.19.4 it is unverified
+    (0.19.4 reads it behind get_quantize_enabled, runtime/config.py:524-525), never "first appears in 0.19.8"."""
+    f = lint(MOQ, registry.at({"deepspeed": "0.19.4"}))
+    assert not errors(f) and not [x for x in f if x.code == "KB005"], f
+    hit = [x for x in f if x.path == "quantize_training"]
+    assert [(x.code, x.severity) for x in hit] == [("KB022", "info")], hit
+    assert "first appears" not in hit[0].message and "refuses it as a removed feature" in hit[0].message
+
+
+@pytest.mark.parametrize("cfg,key", [(PLD, "progressive_layer_drop"), (MOQ, "quantize_training")])
+def test_the_installed_deepspeed_refuses_the_removed_blocks(registry, cfg, key):
+    """What the newest release does with them (KB004 at the default view, as DeepSpeedConfig raises)."""
+    from deepspeed.runtime.config import DeepSpeedConfigError
+
+    assert [x.code for x in lint(cfg, registry) if x.path == key] == ["KB004"]
+    with pytest.raises(DeepSpeedConfigError, match="removed"):
+        DeepSpeedConfig(copy.deepcopy(cfg))

@@ -18,6 +18,7 @@ import importlib.metadata as md
 import io
 import json
 import logging
+import sys
 
 import pytest
 import yaml
@@ -214,6 +215,37 @@ def test_launch_line_verdicts_match_the_real_parsers(reg, line):
         assert argv[out.script] == script and out.script_args == rest, (line, script, rest)
 
 
+# lines whose flag values the shell expands (issue 21: LLaMA-Factory issue 176 passes `--num_processes $WORKER_GPU`):
+# (line, the environment the shell expands them with)
+SHELL_LINES = [
+    (
+        "accelerate launch --num_processes $WORKER_GPU --num_machines $WORKER_NUM --machine_rank $WORKER_IDX "
+        "--main_process_ip $HOST0 --main_process_port $PORT0 train.py",
+        {"WORKER_GPU": "8", "WORKER_NUM": "2", "WORKER_IDX": "0", "HOST0": "10.0.0.1", "PORT0": "29500"},
+    ),
+    ("accelerate launch --mixed_precision ${MP} train.py", {"MP": "bf16"}),
+    ("deepspeed --num_gpus ${NGPU} --master_port $PORT train.py", {"NGPU": "2", "PORT": "29501"}),
+    ("torchrun --nproc-per-node $NPROC train.py", {"NPROC": "4"}),
+]
+
+
+@pytest.mark.parametrize("line,env", SHELL_LINES, ids=[x[0][:40] for x in SHELL_LINES])
+def test_shell_expanded_values_are_not_judged(reg, line, env, monkeypatch):
+    """kb sees `$VAR`; the launcher sees what the shell put there, which its parser accepts: no KB032."""
+    import os
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    cfg, findings = _lint_line(reg, line)
+    assert not [f for f in findings if f.code == "KB032"], [(f.code, f.message) for f in findings]
+    expanded = [os.path.expandvars(a) for a in cfg.data["argv"]]
+    assert _real_parse(cfg.data["command"], expanded)[0] == 0, expanded
+    # the same flags with a wrong literal value are still refused, by kb and by the parser
+    bad = parse_config(line.split(" $")[0].split(" ${")[0] + " two train.py")
+    if bad.data["argv"][-2:] == ["two", "train.py"] and _real_parse(bad.data["command"], bad.data["argv"])[0] == 2:
+        assert [f for f in lint_config(bad, reg) if f.code == "KB032"]
+
+
 def test_the_oracle_covers_every_verdict(reg):
     """The lines above exercise every launch rule, accepted and rejected, on every launcher."""
     seen = {f.code for line in LINES for f in _lint_line(reg, line)[1]}
@@ -406,7 +438,9 @@ def test_removed_field_with_its_replacement(reg, ta_records):
     view = Registry(list(reg._all) + [gone]) if hasattr(reg, "_all") else Registry(ta_records + [gone])
     f = [x for x in lint_config(parse_config("output_dir: out\nevaluation_strategy: steps\n"), view)]
     assert [x.code for x in f if x.code in ("KB034", "KB035")] == ["KB035"]
-    assert f[0].suggestion == "write `eval_strategy`" and "4.46.3" in f[0].message and "4.46.3" in f[0].message_zh
+    assert (
+        f[0].suggestion.startswith("write `eval_strategy`") and "4.46.3" in f[0].message and "4.46.3" in f[0].message_zh
+    )
     # a view of a release that still has it (deprecated): not removed, KB003's business
     alive = dict(gone, status="active", deprecated=True)
     alive.pop("until")
@@ -493,9 +527,10 @@ def test_launch_lines_keep_the_launchers_argv(line, command, argv):
 # (the launchers' argparse parsers, HfArgumentParser / TrainingArguments, DeepSpeed's file loader); they are
 # proven here rather than in tests/test_lint_oracle.py, whose cases are built with DeepSpeed's config classes.
 PROVEN_HERE = {
+    "KB039": ["test_a_broken_continuation_drops_the_flags_below"],
     "KB030": ["test_launch_line_verdicts_match_the_real_parsers"],
     "KB031": ["test_launch_line_verdicts_match_the_real_parsers"],
-    "KB032": ["test_launch_line_verdicts_match_the_real_parsers"],
+    "KB032": ["test_launch_line_verdicts_match_the_real_parsers", "test_shell_expanded_values_are_not_judged"],
     "KB034": [
         "test_training_args_verdicts_match_hf_argument_parser",
         "test_typo_is_a_type_error_for_training_arguments_itself",
@@ -515,3 +550,23 @@ def test_every_front_end_error_rule_is_proven_here():
     for code, tests in PROVEN_HERE.items():
         assert RULES[code].validity and RULES[code].oracle == "tests/test_lint_frontends.py"
         assert all(callable(globals().get(t)) for t in tests), tests
+
+
+def test_a_broken_continuation_drops_the_flags_below(tmp_path, registry):
+    """KB039's oracle: bash itself runs the script; the flags after the line without a backslash never reach it."""
+    import shutil
+    import subprocess
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    probe = tmp_path / "argv.py"
+    probe.write_text("import sys\nprint(' '.join(sys.argv[1:]))\n")
+    script = f"{sys.executable} {probe} \\\n  --deepspeed ds.json \\\n  --learning_rate 1e-5\n  --bf16 \\\n  --num_train_epochs 1\n"
+    (tmp_path / "run.sh").write_text(script)
+    out = subprocess.run([bash, str(tmp_path / "run.sh")], capture_output=True, text=True)
+    assert out.stdout.strip() == "--deepspeed ds.json --learning_rate 1e-5"  # --bf16 and the rest are gone
+    assert "--bf16" in out.stderr  # the shell ran `--bf16 ...` as a command of its own
+    cfg = parse_config(script.replace(f"{sys.executable} {probe}", "deepspeed train.py"))
+    found = [f for f in lint_config(cfg, registry) if f.code == "KB039"]
+    assert len(found) == 1 and found[0].path == "script_args.learning_rate" and found[0].line == 3

@@ -363,6 +363,7 @@ def dist():
         port = s.getsockname()[1]
     env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
     comm_torch = importlib.import_module("deepspeed.comm.torch")
+    _forget_groups()  # groups another test module's process group left in deepspeed.utils.groups
     with mock.patch.dict(os.environ, env), mock.patch.object(comm_torch, "build_shm_op", lambda: None):
         yield
         import deepspeed.comm.comm as ds_comm_state
@@ -370,6 +371,20 @@ def dist():
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
         ds_comm_state.cdb = None
+        _forget_groups()
+
+
+def _forget_groups():
+    """deepspeed.utils.groups caches the process groups it made (its module-level `_..._GROUP` names); once a
+    test module destroys its process group they are stale, and the next deepspeed.initialize would use them."""
+    from deepspeed.utils import groups
+
+    for name, value in list(vars(groups).items()):
+        if name.startswith("_") and name.endswith(("_GROUP", "_GROUP_RANKS")):
+            if isinstance(value, dict):
+                value.clear()
+            else:
+                setattr(groups, name, None)
 
 
 def _no_sync(stage):

@@ -11,6 +11,7 @@ at test time.
 import ast
 import json
 import logging
+import math
 import os
 import re
 import shlex
@@ -188,6 +189,107 @@ def test_deepspeed_block_is_not_read_by_other_distributed_types(registry, tmp_pa
     assert list(launched(ok.config)) == ["deepspeed_launcher"]
 
 
+@pytest.fixture(scope="module")
+def dist():
+    """One CPU process group for deepspeed.initialize; torn down after this module (as tests/test_lint_oracle_types.py)."""
+    import importlib
+    import socket
+
+    import torch
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
+    comm_torch = importlib.import_module("deepspeed.comm.torch")
+    _forget_groups()  # groups another test module's process group left in deepspeed.utils.groups
+    with mock.patch.dict(os.environ, env), mock.patch.object(comm_torch, "build_shm_op", lambda: None):
+        yield
+        import deepspeed.comm.comm as ds_comm_state
+
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+        ds_comm_state.cdb = None
+        _forget_groups()
+
+
+def _forget_groups():
+    """deepspeed.utils.groups caches the process groups it made (its module-level `_..._GROUP` names); once a
+    test module destroys its process group they are stale, and the next deepspeed.initialize would use them."""
+    from deepspeed.utils import groups
+
+    for name, value in list(vars(groups).items()):
+        if name.startswith("_") and name.endswith(("_GROUP", "_GROUP_RANKS")):
+            if isinstance(value, dict):
+                value.clear()
+            else:
+                setattr(groups, name, None)
+
+
+class _PerTensorNorm:
+    """A client optimizer of a class ZeRO has not tested, recording the tensors it is asked to step (a LAMB-like
+    optimizer takes one trust ratio per tensor it gets)."""
+
+    def __new__(cls, params):
+        import torch
+
+        class Opt(torch.optim.SGD):
+            seen: list = []
+
+            def step(self, closure=None):
+                Opt.seen.append([tuple(p.shape) for g in self.param_groups for p in g["params"]])
+                return super().step(closure)
+
+        return Opt(params, lr=0.1)
+
+
+def _zero_run(ds: dict):
+    """deepspeed.initialize with the script's own optimizer (a class ZeRO has not tested), one step on CPU."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    opt = _PerTensorNorm(model.parameters())
+    eng, *_ = deepspeed.initialize(model=model, optimizer=opt, config=json.loads(json.dumps(ds)))
+    loss = eng(torch.ones(2, 4)).sum()
+    eng.backward(loss)
+    eng.step()
+    return type(opt).seen[-1], [tuple(p.shape) for p in model.parameters()]
+
+
+@pytest.mark.parametrize("stage", [1, 3])
+def test_kb060_untested_client_optimizer_runs_on_flat_partitions(registry, dist, stage):
+    """KB060: without the switch ZeRO refuses the script's optimizer; with it the optimizer runs, and each step it
+    is handed one flat fp32 partition, not the model's four tensors. The cited lines are the installed ones."""
+    bad = next(b for b in RULES["KB060"].bad if parse_config(b.config).data["zero_optimization"]["stage"] == stage)
+    assert "KB060" in {f.code for f in bad.lint(registry)}
+    ds = {**parse_config(bad.config).data}
+    with pytest.raises(AssertionError, match="untested ZeRO Optimizer"):
+        _zero_run({k: v for k, v in ds.items() if k != "zero_allow_untested_optimizer"})
+    stepped, model_shapes = _zero_run(ds)
+    total = sum(math.prod(s) for s in model_shapes)
+    # one tensor, 1-D, holding every element of the four (ZeRO pads the flat buffer to its alignment)
+    assert len(model_shapes) == 4 and len(stepped) == 1 and len(stepped[0]) == 1, (stepped, model_shapes)
+    assert total <= stepped[0][0] < total + 64, (stepped, total)
+
+
+def test_kb060_hf_trainer_sets_the_switch_itself(registry):
+    """KB060's ok case with "auto": under the HF Trainer a config without an `optimizer` section gets the switch
+    from transformers itself, so the file's own switch changes nothing."""
+    from types import SimpleNamespace
+
+    import torch
+    from transformers.integrations.deepspeed import HfDeepSpeedConfig, deepspeed_optim_sched
+
+    ok = next(o for o in RULES["KB060"].ok if '"auto"' in o.config)
+    assert "KB060" not in {f.code for f in ok.lint(registry)}
+    cfg = {k: v for k, v in parse_config(ok.config).data.items() if k != "zero_allow_untested_optimizer"}
+    hf = HfDeepSpeedConfig(cfg)
+    trainer = SimpleNamespace(create_optimizer=lambda: torch.optim.SGD([torch.nn.Parameter(torch.zeros(2))], lr=0.1))
+    deepspeed_optim_sched(trainer, hf, SimpleNamespace(), 10, None)
+    assert hf.config["zero_allow_untested_optimizer"] is True
+
+
 def test_code_lines_are_where_the_source_has_them():
     for where, statement in srules.CODE_LINES.values():
         relfile, line = where.rsplit(":", 1)
@@ -197,7 +299,8 @@ def test_code_lines_are_where_the_source_has_them():
 
 def test_every_site_rule_is_proven_here():
     assert SITE_CODES and all(RULES[c].validity and RULES[c].bad and RULES[c].ok for c in SITE_CODES)
-    assert {c for c in RULES if "KB050" <= c <= "KB069"} == set(SITE_CODES) | {"KB059"}
+    # warnings proven by their own tests above: KB059 (the launcher's mode), KB060 (deepspeed.initialize on CPU)
+    assert {c for c in RULES if "KB050" <= c <= "KB069"} == set(SITE_CODES) | {"KB059", "KB060"}
 
 
 # ---------------------------------------------------------------- the rules' data, re-read from the source

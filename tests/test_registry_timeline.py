@@ -182,7 +182,7 @@ def test_pydantic_v2_model_validation_alias_annotated_and_validator(tmp_path):
         },
     )
     fields = t.class_fields(t.resolve("pkg.schema", "Config"))
-    assert fields["lora_r"].aliases == ["lora_r", "r"] and fields["lora_r"].doc == "LoRA rank."
+    assert fields["lora_r"].aliases == ["r"] and fields["lora_r"].doc == "LoRA rank."  # its own name is no alias
     assert fields["lora_alpha"].default == "16" and fields["lora_alpha"].doc == "Alpha."
     assert fields["lora_alpha"].extra["constraints"] == {"ge": 1}
     assert fields["old_flag"].deprecated == "`old_flag` is no longer supported"  # its validator says so
@@ -293,6 +293,222 @@ def test_dict_reads_follow_the_config_through_calls(tmp_path):
     assert dr.removed == {("nebula",): "Nebula has been removed."}
 
 
+def test_pydantic_aliases_in_class_fields(tmp_path):
+    # axolotl's RemappedParameters style: `alias=` is the key a user writes; `validation_alias` wins over it where
+    # both are given; `serialization_alias` names a dump's key only; a v1 model's alias= is read the same way
+    t = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/schema.py": """
+                from pydantic import AliasChoices, AliasPath, BaseModel, Field
+                from pydantic.v1 import BaseModel as V1Model, Field as V1Field
+
+                KEY = "kind_of_thing"
+
+                class Remapped(BaseModel):
+                    overrides_of_thing: dict | None = Field(default=None, alias="thing_config")
+                    type_of_thing: str | None = Field(default=None, alias=KEY)
+                    both: int = Field(1, alias="dumped_and_read", validation_alias=AliasChoices("both", "b", AliasPath("x")))
+                    nested: int = Field(1, validation_alias=AliasPath("outer", "inner"))
+                    dump_only: int = Field(1, serialization_alias="written_out")
+
+                class Old(V1Model):
+                    value: int = V1Field(0, alias="old_value")
+            """,
+        },
+    )
+    f = t.class_fields(t.resolve("pkg.schema", "Remapped"))
+    assert (
+        f["overrides_of_thing"].aliases == ["thing_config"] and f["overrides_of_thing"].extra["alias"] == "thing_config"
+    )
+    assert f["type_of_thing"].aliases == ["kind_of_thing"]  # a module constant, resolved
+    assert f["both"].aliases == ["b", "x"]  # validation_alias wins; its own name is no alias; AliasPath of one key
+    assert f["nested"].aliases == []  # a key inside another key: not a name
+    assert f["dump_only"].aliases == []
+    assert t.class_fields(t.resolve("pkg.schema", "Old"))["value"].aliases == ["old_value"]
+    # walk_model names a field by its alias, as pydantic's field.alias (and the import build) does
+    walked = {p: it for p, it, _ in t.walk_model(t.resolve("pkg.schema", "Remapped"), "")}
+    assert walked["thing_config"].aliases == ["overrides_of_thing"] and walked["thing_config"].name == "thing_config"
+
+
+def test_argparse_option_strings_a_parser_class_adds(tmp_path):
+    # accelerate's CustomArgumentParser style: the parser's add_argument swaps in an action of the package whose
+    # __init__ adds "--a-b" for "--a_b"; its groups swap argparse's store / store_true / store_const actions
+    t = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/utils.py": """
+                import argparse
+
+                class _Store(argparse.Action):
+                    def __init__(self, *args, **kwargs):
+                        super().__init__(*args, **kwargs)
+                        new = []
+                        for option_string in self.option_strings:
+                            new.append(option_string)
+                            if "_" in option_string[2:]:
+                                new.append(option_string.replace("_", "-"))
+                        self.option_strings = new
+
+                class _StoreConst(_Store):
+                    def __init__(self, option_strings, dest, const, default=None, required=False, help=None):
+                        super().__init__(option_strings=option_strings, dest=dest, nargs=0, const=const)
+
+                class _StoreTrue(_StoreConst):
+                    def __init__(self, option_strings, dest, default=None, required=False, help=None):
+                        super().__init__(option_strings=option_strings, dest=dest, const=True)
+
+                class Group(argparse._ArgumentGroup):
+                    def _add_action(self, action):
+                        args = vars(action)
+                        if isinstance(action, argparse._StoreTrueAction):
+                            action = _StoreTrue(args["option_strings"], args["dest"])
+                        elif isinstance(action, argparse._StoreConstAction):
+                            action = _StoreConst(args["option_strings"], args["dest"], args["const"])
+                        elif isinstance(action, argparse._StoreAction):
+                            action = _Store(**args)
+                        action = super()._add_action(action)
+                        return action
+
+                class Parser(argparse.ArgumentParser):
+                    def add_argument(self, *args, **kwargs):
+                        if "action" in kwargs:
+                            if kwargs["action"] == "store_true":
+                                kwargs["action"] = _StoreTrue
+                        else:
+                            kwargs["action"] = _Store
+                        super().add_argument(*args, **kwargs)
+
+                    def add_argument_group(self, *args, **kwargs):
+                        group = Group(self, *args, **kwargs)
+                        self._action_groups.append(group)
+                        return group
+            """,
+            "pkg/cli.py": """
+                import argparse
+                from pkg.utils import Parser
+
+                def make(subparsers=None):
+                    if subparsers is not None:
+                        parser = subparsers.add_parser("run", add_help=False)
+                    else:
+                        parser = Parser("run", add_help=False)
+                    parser.add_argument("-h", "--help", action="help")
+                    parser.add_argument("--config_file", default=None)
+                    parser.add_argument("--quiet", "-q", action="store_true")
+                    g = parser.add_argument_group("g")
+                    g.add_argument("--num_procs", type=int)
+                    g.add_argument("--no_cluster", action="store_false")
+                    g.add_argument("--many_items", action="append")
+                    return parser
+
+                def plain():
+                    p = argparse.ArgumentParser()
+                    p.add_argument("--under_score")
+            """,
+        },
+    )
+    flags = {f.name: f for f in t.argparse_flags("pkg.cli", "make")}
+    assert (
+        flags["--config_file"].aliases == ["--config-file"]
+        and flags["--config_file"].extra["spellings_from"] == "Parser"
+    )
+    assert flags["--quiet"].aliases == ["-q"]  # store_true -> _StoreTrue, but no "_" after the dashes
+    assert flags["--help"].aliases == ["-h"]  # action="help" is kept: argparse's own
+    assert flags["--num_procs"].aliases == ["--num-procs"]  # the group swaps argparse's store action
+    assert flags["--no_cluster"].aliases == ["--no-cluster"]  # store_false is a _StoreConstAction
+    assert flags["--many_items"].aliases == []  # append: not swapped
+    assert [f.aliases for f in t.argparse_flags("pkg.cli", "plain") if f.name == "--under_score"] == [[]]
+
+
+def test_replacement_in_states_a_name_not_a_value():
+    from indexer.registry_static import replacement_in
+
+    said = {
+        "`a` is deprecated and will be removed in version 2. Use `b_c` instead.": "b_c",
+        "Deprecated alias of `b_c`, will be removed in v6.": "b_c",
+        "Deprecated, the use of `--b_c` is preferred.": "b_c",
+        "a is deprecated, use b_c instead": "b_c",
+        "Deprecated, use `b_c` (str) instead.": "b_c",
+        "`a` argument is deprecated in favor of `b_c` and will be removed": "b_c",
+        "Use `b_c: eager` instead.": None,  # a value to set
+        "Use `--b_c value` instead": None,
+        "use `b_c={'x': 1}` instead": None,
+        "Use at your own risk, will be deprecated soon.": None,  # "at" names nothing
+        "Use `b_c` to control one thing and `d` for another.": None,
+        "This argument is deprecated.": None,
+    }
+    for text, want in said.items():
+        assert replacement_in(text, "a") == want, text
+
+
+def test_a_preposition_before_the_name_is_no_deprecation_of_it(tmp_path):
+    t = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/args.py": """
+                import warnings
+                from dataclasses import dataclass
+
+                @dataclass
+                class Args:
+                    knob: str = "no"
+                    old_knob: str = None
+
+                    def __post_init__(self):
+                        warnings.warn("using `Enum` for `knob` is deprecated and will be removed in version 5")
+                        warnings.warn("`old_knob` is deprecated. Use `knob` instead")
+            """,
+        },
+    )
+    fields = t.class_fields(t.resolve("pkg.args", "Args"))
+    assert fields["knob"].deprecated is None
+    assert fields["old_knob"].deprecated and fields["old_knob"].replacement == "knob"
+
+
+def test_merge_records_a_replacement_only_where_it_is_a_name_of_the_class():
+    def rec(name, deprecated=None, replacement=None):
+        return {
+            "kind": "field",
+            "name": name,
+            "path": f"C.{name}",
+            "type": "int",
+            "doc": None,
+            "aliases": [],
+            "default": "1",
+            "default_is_expr": False,
+            "deprecated": deprecated,
+            "replacement": replacement,
+            "file": "p.py",
+            "line": 1,
+            "owners": None,
+            "inherits": None,
+        }
+
+    releases = ["1.0.0", "1.1.0", "1.2.0"]
+    per = {
+        # 1.0.0 says "use new" before `new` exists; 1.1.0 has it; 1.2.0 names a word that is no name ("the")
+        "1.0.0": {"p:C.old": rec("old", "dep", "new"), "p:C.other": rec("other", "dep", "the")},
+        "1.1.0": {"p:C.old": rec("old", "dep", "new"), "p:C.new": rec("new"), "p:C.other": rec("other", "dep", "the")},
+        "1.2.0": {"p:C.new": rec("new"), "p:D.old2": rec("old2", "dep", "new")},
+    }
+    merged = rt.merge("p", releases, per)
+    assert merged["p:C.old"]["replacement"] == {"1.1.0": "new"}
+    assert "replacement" not in merged["p:C.other"]
+    assert "replacement" not in merged["p:D.old2"]  # `new` is a name of class C, not of D
+    # aliases that change between releases are kept per release (`aliases` is the newest's)
+    per["1.2.0"]["p:C.new"]["aliases"] = ["nu"]
+    merged = rt.merge("p", releases, per)
+    e = merged["p:C.new"]
+    assert e["aliases"] == ["nu"] and e["aliases_by_release"] == {"1.1.0": [], "1.2.0": ["nu"]}
+    assert rt.aliases_at(e, "1.1.0", releases) == [] and rt.aliases_at(e, "1.2.0", releases) == ["nu"]
+    tl = {"format": 1, "package": "p", "releases": releases, "names": merged}
+    assert rt.merge("p", releases, rt.records_at(tl)) == merged  # read back per release, merged again: the same
+
+
 def test_first_sentence():
     assert first_sentence("Use e.g. 8 here. Then more.") == "Use e.g. 8 here."
     assert first_sentence("  One line\n  continues here.\n\n Second paragraph.") == "One line continues here."
@@ -358,7 +574,9 @@ def _load_strict(path: Path) -> dict:
 def test_timeline_shape(pkg):
     path = TIMELINE / f"{pkg}.json"
     tl = _load_strict(path)
-    assert set(tl) == {"format", "package", "window", "releases", "read", "requires", "skipped", "names"}
+    assert set(tl) - {"added"} == {"format", "package", "window", "releases", "read", "requires", "skipped", "names"}
+    # "added" (kb registry add): exactly the releases the window's rule would not choose among them
+    assert tl.get("added", []) == sorted(set(tl["releases"]) - set(rt.select(pkg, tl["releases"])), key=Version)
     assert tl["format"] == 1 and tl["package"] == pkg and tl["window"] == rt.WINDOWS[pkg]["why"]
     rels = tl["releases"]
     assert rels == sorted(rels, key=Version) and len(rels) == len(set(rels)) and len(rels) >= 6
@@ -446,8 +664,12 @@ def test_fact_transformers_warmup_ratio_last_in_5_14():
 
 def test_fact_transformers_evaluation_strategy_gone_after_4_50():
     # transformers-4.50.3/transformers/training_args.py:1430 `evaluation_strategy: ...`; none in 4.51.3
+    # :1569 "`evaluation_strategy` is deprecated and will be removed in version 4.46 of 🤗 Transformers. Use
+    # `eval_strategy` instead": the rename the source states, from the first release of the window
     e, _ = _entry("transformers", "TrainingArguments.evaluation_strategy")
-    assert e["spans"] == [["4.46.3", "4.50.3"]] and e["replacement"] == "eval_strategy"
+    assert e["spans"] == [["4.46.3", "4.50.3"]] and e["replacement"] == {"4.46.3": "eval_strategy"}
+    # :1576 "using `EvaluationStrategy` for `eval_strategy` is deprecated": a way of setting it, not the name
+    assert _entry("transformers", "TrainingArguments.eval_strategy")[0]["deprecated"] == {}
 
 
 def test_fact_trl_grpo_epsilon_high_since_0_16():
@@ -500,7 +722,7 @@ def test_fact_ms_swift_train_arguments_become_sft_arguments_and_train_type_depre
     # "`train_type` is deprecated, please use `tuner_type` instead."
     e = tl["names"]["ms-swift:BaseArguments.train_type"]
     assert e["defaults"] == {"3.0.3": '"lora"', "4.0.4": "null"}
-    assert list(e["deprecated"]) == ["4.0.4"] and e["replacement"] == "tuner_type"
+    assert list(e["deprecated"]) == ["4.0.4"] and e["replacement"] == {"4.0.4": "tuner_type"}
     assert "TrainArguments" in e["owners"] and "SftArguments" in e["owners"]
 
 
@@ -523,3 +745,274 @@ def test_fact_axolotl_schema_moved_and_fields_kept():
     assert tl["names"]["axolotl:AxolotlInputConfig"]["source"] == "axolotl/utils/schemas/config.py:191"
     e = tl["names"]["axolotl:AxolotlInputConfig.micro_batch_size"]
     assert e["spans"] == [["0.6.0", "0.19.0"]] and e["source"] == "axolotl/utils/schemas/training.py:77"
+
+
+# ---------------------------------------------------------------- kb registry add (a fake release, no network)
+
+ENTRY = Path(__file__).resolve().parent.parent / "data" / "entries" / "lora-ddp-unused-parameters.yaml"
+
+
+def _entry_lora_fields() -> list[str]:
+    """Two LoraConfig fields the entry names (read from the entry, so the fake releases have them)."""
+    from kb.content.entries import load_entry
+
+    e = load_entry(ENTRY).entry
+    ids = [*e.params, *(p for f in e.fixes for p in f.params)]
+    names = [i.split(".", 1)[1] for i in dict.fromkeys(ids) if i.startswith("peft:LoraConfig.")]
+    assert len(names) >= 2, names
+    return names[:2]
+
+
+def _lora_release(root: Path, version: str, fields: dict[str, str], post_init: str = "") -> Path:
+    """An unpacked peft release: peft/tuners/lora/config.py with a LoraConfig dataclass of ``fields``
+    (name -> default source) and METADATA, laid out as registry_timeline.unpack lays one out."""
+    folder = root / f"peft-{version}"
+    body = "".join(f"    {n}: object = {d}\n" for n, d in fields.items())
+    if post_init:
+        body += "\n    def __post_init__(self):\n" + textwrap.indent(textwrap.dedent(post_init), " " * 8)
+    files = {
+        "peft/__init__.py": "from .tuners.lora.config import LoraConfig\n",
+        "peft/tuners/__init__.py": "",
+        "peft/tuners/lora/__init__.py": "",
+        "peft/tuners/lora/config.py": "import warnings\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass LoraConfig:\n"
+        + body,
+        "META/METADATA": f"Metadata-Version: 2.1\nName: peft\nVersion: {version}\nRequires-Dist: transformers\n",
+    }
+    for rel, text in files.items():
+        p = folder / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return folder
+
+
+def _fake_releases(root: Path) -> dict[str, Path]:
+    a, b = _entry_lora_fields()
+    return {
+        "0.13.0": _lora_release(root, "0.13.0", {a: "8", b: "None", "old_knob": "1", "gone_knob": "0"}),
+        "0.14.0": _lora_release(
+            root,
+            "0.14.0",
+            {a: "16", b: "None", "old_knob": "None", "new_knob": "1"},
+            'if self.old_knob is not None:\n    warnings.warn("`old_knob` is deprecated, use `new_knob` instead.")\n',
+        ),
+        "0.15.0": _lora_release(root, "0.15.0", {a: "16", "new_knob": "1"}),
+    }
+
+
+def _fake_timeline(out_dir: Path, folders: dict[str, Path]) -> dict:
+    """The timeline build() would write for these releases (read from the folders)."""
+    releases = sorted(folders, key=Version)
+    per = {v: rt.read_release("peft", v, folders[v]).names for v in releases}
+    tl = {
+        "format": rt.FORMAT,
+        "package": "peft",
+        "window": rt.WINDOWS["peft"]["why"],
+        "releases": releases,
+        "read": {
+            v: {"file": folders[v].name, "sha256": "0" * 64, "how": "static", "metadata": "METADATA"} for v in releases
+        },
+        "requires": {v: rt.requirements(folders[v])[0] for v in releases},
+        "skipped": {},
+        "names": rt.merge("peft", releases, per),
+    }
+    rt.write("peft", tl, out_dir)
+    return tl
+
+
+def test_add_release_inserts_in_order_diffs_and_equals_a_full_merge(tmp_path):
+    folders = _fake_releases(tmp_path / "src")
+    out = tmp_path / "timeline"
+    _fake_timeline(out, {v: folders[v] for v in ("0.13.0", "0.15.0")})
+    before = (out / "peft.json").read_text(encoding="utf-8")
+    a, b = _entry_lora_fields()
+
+    dry = rt.add_release("peft", "0.14.0", write=False, folder=folders["0.14.0"], out_dir=out, progress=lambda s: None)
+    assert dry["status"] == "dry-run" and dry["written"] is None
+    assert (out / "peft.json").read_text(encoding="utf-8") == before  # nothing written
+    res = rt.add_release("peft", "0.14.0", folder=folders["0.14.0"], out_dir=out, progress=lambda s: None)
+    assert res["status"] == "added" and res["previous"] == "0.13.0" and res["next"] == "0.15.0"
+    tl = res["timeline"]
+    assert tl["releases"] == ["0.13.0", "0.14.0", "0.15.0"] and "added" not in tl
+    text = (out / "peft.json").read_text(encoding="utf-8")
+    assert text == rt.dumps(tl) and text == rt.dumps(json.loads(text))  # deterministic, the writer's own form
+    # the same names as a full merge of the three releases read from scratch
+    full = rt.merge("peft", tl["releases"], {v: rt.read_release("peft", v, folders[v]).names for v in tl["releases"]})
+    assert tl["names"] == full
+
+    d = res["diff"]
+    assert (d["from"], d["to"]) == ("0.13.0", "0.14.0")
+    assert d["added"] == ["peft:LoraConfig.new_knob"] and d["removed"] == ["peft:LoraConfig.gone_knob"]
+    assert d["renamed"] == [
+        {"from": "peft:LoraConfig.old_knob", "to": "peft:LoraConfig.new_knob", "stated_in": "0.14.0", "old_kept": True}
+    ]
+    assert {"id": f"peft:LoraConfig.{a}", "from": "8", "to": "16"} in d["defaults"]
+    assert [x["id"] for x in d["deprecated"]] == ["peft:LoraConfig.old_knob"]
+    n = res["next_diff"]  # 0.15.0's changes now count from 0.14.0: the rename completed, b gone
+    assert n["removed"] == [f"peft:LoraConfig.{b}", "peft:LoraConfig.old_knob"]
+    assert n["renamed"] == [
+        {"from": "peft:LoraConfig.old_knob", "to": "peft:LoraConfig.new_knob", "stated_in": "0.14.0", "old_kept": False}
+    ]
+    assert tl["names"]["peft:LoraConfig.old_knob"]["replacement"] == {"0.14.0": "new_knob"}
+
+    # the entries that name a changed parameter: a's default at 0.14.0, b's removal at 0.15.0
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    (entries / ENTRY.name).write_text(ENTRY.read_text(encoding="utf-8"), encoding="utf-8")
+    touched = rt.touched_entries(res, entries)
+    got = {(t["param"], t["release"], t["change"].split(" ")[0]) for t in touched}
+    assert got == {(f"peft:LoraConfig.{a}", "0.14.0", "default"), (f"peft:LoraConfig.{b}", "0.15.0", "removed")}
+    report = rt.add_report(res, touched)
+    assert "renamed (1):" in report and "entries to re-read (2):" in report and ENTRY.stem in report
+
+    again = rt.add_release("peft", "0.14.0", folder=folders["0.14.0"], out_dir=out, progress=lambda s: None)
+    assert again["status"] == "present" and again["diff"] == d
+    assert (out / "peft.json").read_text(encoding="utf-8") == text
+
+
+def test_add_release_outside_the_rule_is_kept_as_added(tmp_path):
+    folders = _fake_releases(tmp_path / "src")
+    out = tmp_path / "timeline"
+    _fake_timeline(out, {v: folders[v] for v in ("0.14.0", "0.15.0")})
+    older = _lora_release(tmp_path / "src", "0.14.1", {"new_knob": "1"})  # the rule now picks 0.14.1 for 0.14
+    res = rt.add_release("peft", "0.14.1", folder=older, out_dir=out, progress=lambda s: None)
+    assert res["timeline"]["releases"] == ["0.14.0", "0.14.1", "0.15.0"]
+    assert res["timeline"]["added"] == ["0.14.0"]  # a rebuild keeps it (build() reads "added")
+    first = rt.add_release("peft", "0.13.0", folder=folders["0.13.0"], out_dir=out, progress=lambda s: None)
+    assert first["previous"] is None and first["diff"] is None and first["next_diff"]["from"] == "0.13.0"
+
+
+def test_add_release_errors_write_nothing(tmp_path, monkeypatch):
+    folders = _fake_releases(tmp_path / "src")
+    out = tmp_path / "timeline"
+    _fake_timeline(out, {v: folders[v] for v in ("0.13.0", "0.15.0")})
+    before = (out / "peft.json").read_text(encoding="utf-8")
+    monkeypatch.setattr(rt, "DIST", tmp_path / "dist")
+    monkeypatch.setattr(rt, "UNPACKED", tmp_path / "dist" / "unpacked")
+
+    def no_such(pkg, version):
+        raise RuntimeError(f"pip download {pkg}=={version} failed: ERROR: No matching distribution found")
+
+    monkeypatch.setattr(rt, "download", no_such)
+    for pkg, version, words in [
+        ("nosuchpkg", "1.0", "no timeline for this package"),
+        ("peft", "not-a-version", "not a version"),
+        ("peft", "0.16.0", "no such release"),
+    ]:
+        with pytest.raises(rt.AddError, match=words):
+            rt.add_release(pkg, version, out_dir=out, progress=lambda s: None)
+    with pytest.raises(rt.AddError, match="not in"):
+        rt.add_release("peft", "0.16.0", out_dir=out, offline=True, progress=lambda s: None)
+    empty = tmp_path / "src" / "peft-0.16.0"
+    (empty / "peft").mkdir(parents=True)
+    (empty / "peft" / "__init__.py").write_text("", encoding="utf-8")
+    with pytest.raises(rt.AddError, match="nothing could be read"):
+        rt.add_release("peft", "0.16.0", folder=empty, out_dir=out, progress=lambda s: None)
+    assert (out / "peft.json").read_text(encoding="utf-8") == before
+
+
+def _wheel(folder: Path, dest: Path, version: str) -> Path:
+    """A wheel of an unpacked fake release, as pip download would leave it in the cache."""
+    import zipfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / f"peft-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for p in sorted(folder.rglob("*.py")):
+            z.write(p, p.relative_to(folder).as_posix())
+        z.writestr(f"peft-{version}.dist-info/METADATA", (folder / "META" / "METADATA").read_text(encoding="utf-8"))
+    return path
+
+
+def test_cli_registry_add(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    folders = _fake_releases(tmp_path / "src")
+    data = tmp_path / "data"
+    out = data / "registry" / "timeline"
+    _fake_timeline(out, {v: folders[v] for v in ("0.13.0", "0.15.0")})
+    (data / "entries").mkdir(parents=True)
+    (data / "entries" / ENTRY.name).write_text(ENTRY.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setenv("KB_DATA", str(data))
+    monkeypatch.setattr(rt, "DIST", tmp_path / "dist")
+    monkeypatch.setattr(rt, "UNPACKED", tmp_path / "dist" / "unpacked")
+    _wheel(folders["0.14.0"], tmp_path / "dist" / "peft", "0.14.0")
+    before = (out / "peft.json").read_text(encoding="utf-8")
+    run = CliRunner().invoke
+
+    r = run(main, ["registry", "add", "peft==0.14.0", "--dry-run", "--offline"])
+    assert r.exit_code == 0, r.output
+    assert "dry run: nothing written" in r.output and "peft 0.13.0 -> 0.14.0:" in r.output and ENTRY.stem in r.output
+    assert (out / "peft.json").read_text(encoding="utf-8") == before
+    r = run(main, ["registry", "add", "peft==0.14.0", "--offline", "--json"])
+    assert r.exit_code == 0, r.output
+    j = json.loads(r.stdout)
+    assert j["status"] == "added" and j["diff"]["renamed"][0]["to"] == "peft:LoraConfig.new_knob" and j["touched"]
+    assert "timeline" not in j and json.loads((out / "peft.json").read_text())["releases"] == [
+        "0.13.0",
+        "0.14.0",
+        "0.15.0",
+    ]
+    after = (out / "peft.json").read_text(encoding="utf-8")
+    r = run(main, ["registry", "add", "peft==0.14.0"])
+    assert r.exit_code == 0 and "already in the timeline" in r.output and "peft 0.13.0 -> 0.14.0:" in r.output
+
+    def no_such(pkg, version):
+        raise RuntimeError(f"pip download {pkg}=={version} failed: ERROR: No matching distribution found")
+
+    monkeypatch.setattr(rt, "download", no_such)
+    for args, words in [
+        (["peft==9.9.9"], "no such release"),
+        (["peft==0.16.0", "--offline"], "not in"),
+        (["nosuchpkg==1.0"], "no timeline for this package"),
+        (["peft"], "PACKAGE==VERSION"),
+        (["peft==x.y"], "not a version"),
+    ]:
+        r = run(main, ["registry", "add", *args])
+        assert r.exit_code == 2 and words in r.output, (args, r.output)
+    r = run(main, ["registry", "add", "peft==9.9.9", "--json"])
+    assert r.exit_code == 2 and "no such release" in json.loads(r.stdout)["error"]
+    assert (out / "peft.json").read_text(encoding="utf-8") == after  # no error wrote anything
+
+
+@pytest.mark.parametrize("pkg", PACKAGES)
+def test_the_committed_names_read_back_per_release_merge_to_themselves(pkg):
+    # kb registry add merges a new release with the committed ones read back per release (records_at): that must
+    # give exactly the committed names, so an added release changes only what it brings
+    tl = rt.load(pkg)
+    assert rt.merge(pkg, tl["releases"], rt.records_at(tl)) == tl["names"]
+
+
+def test_fact_axolotl_aliases_model_type_and_model_config():
+    # axolotl-0.19.0/axolotl/utils/schemas/deprecated.py:147-149 `overrides_of_model_config: ... = Field(...,
+    # alias="model_config"`, :161-163 `type_of_model: ... alias="model_type"`; axolotl-0.6.0/axolotl/utils/config/
+    # models/input/v0_4_1/__init__.py:116, :118 the same
+    tl = rt.load("axolotl")
+    e = tl["names"]["axolotl:AxolotlInputConfig.type_of_model"]
+    assert e["aliases"] == ["model_type"] and e["spans"] == [["0.6.0", "0.19.0"]]
+    assert tl["names"]["axolotl:AxolotlInputConfig.overrides_of_model_config"]["aliases"] == ["model_config"]
+
+
+def test_fact_accelerate_launch_flags_have_their_hyphen_spellings():
+    # accelerate-1.15.0/accelerate/commands/utils.py:23-31 `_StoreAction.__init__` adds
+    # `option_string.replace("_", "-")` for every option string with "_" after its dashes; launch.py:198
+    # "--num_processes" goes through CustomArgumentParser's add_argument group (CustomArgumentGroup._add_action)
+    e, _ = _entry("accelerate", "cli/accelerate launch/--num_processes")
+    assert e["aliases"] == ["--num-processes"]
+    assert _entry("accelerate", "cli/accelerate launch/--quiet")[0]["aliases"] == ["-q"]  # no "_": no second spelling
+
+
+def test_fact_renames_the_sources_state():
+    # trl-0.16.1/trl/trainer/sft_config.py:195 "`max_seq_length` is deprecated and will be remove in version 0.20.0.
+    # Use `max_length` instead."
+    assert _entry("trl", "SFTConfig.max_seq_length")[0]["replacement"] == {"0.16.1": "max_length"}
+    # transformers-5.23.0/transformers/training_args.py:936 "Deprecated alias of `activation_checkpointing_kwargs`,
+    # will be removed in v6." (a help text); 5.22.2's :906 has no such help
+    e, _ = _entry("transformers", "TrainingArguments.gradient_checkpointing_kwargs")
+    assert e["replacement"] == {"5.23.0": "activation_checkpointing_kwargs"}
+    # deepspeed-0.14.4/deepspeed/runtime/zero/config.py:187-190 `cpu_offload: bool = Field(None, deprecated=True,
+    # new_param="offload_optimizer"`
+    assert _entry("deepspeed", "zero_optimization.cpu_offload")[0]["replacement"] == {"0.14.4": "offload_optimizer"}
+    # trl-0.28.0/trl/trainer/dpo_config.py:639 "... Please use a callback instead": no name of DPOConfig
+    assert "replacement" not in _entry("trl", "DPOConfig.generate_during_eval")[0]

@@ -123,6 +123,32 @@ def test_a_package_only_a_timeline_records(tmp_path: Path) -> None:
     assert events == [("1.1.0", "added"), ("1.9.0", "default")]
 
 
+def test_a_rename_the_source_states_links_the_records(tmp_path: Path) -> None:
+    # `old` is deprecated with "use `new`" from 1.5.1 (a name of the same class there); `Other.old` says the same
+    # of a name its class does not have
+    dep = {"1.5.1": "`old` is deprecated, use `new` instead."}
+    _timeline(
+        tmp_path,
+        {
+            "pkg:Args.old": _name("old", [["1.0.2", "1.8.3"]], deprecated=dep, replacement={"1.5.1": "new"}),
+            "pkg:Args.new": _name("new", [["1.5.1", "2.0.0"]]),
+            "pkg:Other.old": _name("old", [["1.0.2", "2.0.0"]], deprecated=dep, replacement={"1.5.1": "new"}),
+        },
+    )
+    tl = load_timelines(tmp_path)["pkg"]
+    assert tl.replacement_at("pkg:Args.old", "1.1.0") is None and tl.replacement_at("pkg:Args.old", "1.8.3") == "new"
+    assert tl.replacement_id("pkg:Args.old", "1.8.3") == "pkg:Args.new"
+    assert tl.replacement_id("pkg:Other.old", "1.8.3") is None  # not a name of class Other
+    recs = {r["id"]: r for r in timeline_records(tl, set())}
+    old = recs["pkg:Args.old"]
+    assert old["renamed_to"] == "pkg:Args.new" and old["replacement"] == "new" and old["deprecated"]
+    assert old["history"]["1.0.2"] == {"deprecated": False, "replacement": None}
+    assert recs["pkg:Args.new"]["renamed_from"] == ["pkg:Args.old"]
+    assert recs["pkg:Other.old"]["renamed_to"] is None
+    reg = Registry(list(recs.values()), timelines={"pkg": tl})
+    assert [s["name"] for s in reg.spellings("pkg:Args.new")] == ["old", "new"]  # oldest first
+
+
 @pytest.mark.parametrize(
     "body, says",
     [
@@ -138,6 +164,24 @@ def test_a_package_only_a_timeline_records(tmp_path: Path) -> None:
                 }
             ),
             "p:x: span 1.0..3.0",
+        ),
+        (
+            json.dumps(
+                {
+                    "format": 1,
+                    "releases": ["1.0"],
+                    "names": {
+                        "p:x": {
+                            "kind": "field",
+                            "name": "x",
+                            "path": "x",
+                            "spans": [["1.0", "1.0"]],
+                            "replacement": "y",
+                        }
+                    },
+                }
+            ),
+            "p:x: replacement must map releases",
         ),
     ],
 )

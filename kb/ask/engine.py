@@ -87,9 +87,15 @@ class Engine:
         pointed: dict[str, list[str]] = {}  # entry -> the severities of the findings that point to it
         pinned: list[str] = []  # entries explaining error-level findings, in finding order
         if cfg is not None:
-            from kb.doctor.lint import lint_config  # only with a config: the rules are not needed to answer a question
+            from kb.doctor.judge import lint_file  # only with a config: the rules are not needed to answer a question
 
-            for f in lint_config(cfg, view, world_size=q.stated.single_gpu, model_params=q.stated.params):
+            given = {p.package: p.version for p in ps if p.release}
+            judged = lint_file(cfg, self.registry, given, world_size=q.stated.single_gpu, model_params=q.stated.params)
+            assumed = [v for v in judged.versions if v.origin == "assumed"]
+            if assumed:
+                pins = ", ".join(f"{v.package} {v.version}" for v in assumed)
+                notes.append(C.Note("version", t(lang, "ver.assumed", pins=pins, dialect=judged.kind)))
+            for f in judged.findings:
                 findings.append(C.finding(f, lang))  # the one conversion kb lint uses too
                 if f.entry:
                     pointed.setdefault(f.entry, []).append(f.severity)
@@ -105,10 +111,12 @@ class Engine:
 
                 memory = memory_contract(estimate_with_changes(setup[0]), lang, setup[1])
         notes_on_names, resolved = judge_names(q.param_names, q.text, q.is_log, view, lang)
-        notes.extend(notes_on_names)
+        # a name only a front end has says something only to a question about that front end (see _anchors)
+        notes.extend(n for n in notes_on_names if n.name is None or _anchors(n.name, q.text, view))
         found = self.retriever.search(q, query_params=resolved, extra=list(pointed))
         entries = self.index.entries
-        ctx = rank.Context(q, entries, facts, pointed, named=bool(resolved), units=self.index.units)
+        anchors = [n for n in resolved if _anchors(n, q.text, view)]
+        ctx = rank.Context(q, entries, facts, pointed, named=bool(anchors), units=self.index.units)
         ranked = rank.score(found, ctx)
         # the registry's own answers (a name renamed / removed / added / deprecated), ranked with the entries
         lifecycle = {
@@ -165,6 +173,18 @@ class Engine:
             versions=[C.VersionUsed(p.package, p.version, p.release, p.source, p.exact) for p in ps],
             front_end=q.front_end,
         )
+
+
+def _anchors(name: str, text: str, view: Registry) -> bool:
+    """Does a name the registry knows place the question in kb's field? A name of the libraries kb samples does; a
+    name only a front end's arguments have (``tensor_parallel_size`` is also vLLM's, ``device`` everyone's) only when
+    the question names that front end too."""
+    leaf = name.strip().lstrip("-").rsplit(".", 1)[-1]
+    recs = view.by_name.get(leaf, [])
+    if not recs or any(not r.get("from_timeline") for r in recs):
+        return True
+    low = text.lower()
+    return any(r["package"] in low or r["package"].replace("-", "") in low for r in recs)
 
 
 __all__ = ["ConfigError", "Engine", "IndexCorrupt", "IndexMissing", "IndexStale", "QueryError", "entry_result"]

@@ -34,7 +34,13 @@ from kb.registry.store import Record, Registry
 
 FACT_SCORE = ANSWER_THRESHOLD + PARAM_BONUS + TITLE_NAME_BONUS
 USER_SIDE_BONUS = FINDING_BOOST["warning"]
+# the question points at the record's class (or a class of its stem, or its package): up to 2 x this, so the fact
+# about the record the user means outranks an entry that only shares the name
+AIM_BONUS = TITLE_NAME_BONUS / 2
 MAX_FACTS = 2
+# which event answers an error about a name best, first to last: it is gone or renamed, it lives elsewhere, it is not
+# there yet, it is on its way out
+EVENT_ORDER = {"renamed": 0, "removed": 1, "option": 2, "added": 3, "deprecated": 4}
 PREFIX = "registry:"  # a registry result's id: "registry:<record id>"
 NAME_KINDS = ("field", "config_key", "config_section", "yaml_key", "kwarg", "cli_flag", "function", "class", "method")
 
@@ -43,9 +49,10 @@ NAME_KINDS = ("field", "config_key", "config_section", "yaml_key", "kwarg", "cli
 # it in both languages. Written from those messages, not from any question kb is tested on.
 LIFECYCLE = re.compile(
     r"unexpected keyword argument|got an unexpected|not used by the HfArgumentParser|Extra inputs are not permitted|"
+    r"cannot import name|remaining_argv|unrecognized arguments|\breplaced\b|\bdropped\b|"
     r"has no attribute|no longer (?:supported|exists?|available)|\b(?:is|was|are|were|been) (?:deprecated|removed|renamed)\b|"
     r"\bdeprecat\w*|\brenamed?\b|\bremoved\b|\bwhich version\b|\bsince (?:which|what) version\b|"
-    r"弃用|废弃|过时|改名|重命名|更名|移除|被删|删掉了|去掉了|没有这个参数|不存在|不认|不支持.{0,6}参数|哪个版本|从哪.{0,4}版本",
+    r"弃用|废弃|过时|改名|重命名|更名|移除|被删|删掉了|去掉了|去哪了|没有这个参数|不存在|不认|不支持.{0,6}参数|哪个版本|从哪.{0,4}版本",
     re.IGNORECASE,
 )
 
@@ -55,7 +62,7 @@ class Fact:
     """One lifecycle fact about a record, as the user's releases see it."""
 
     rid: str
-    event: str  # renamed | removed | added | deprecated
+    event: str  # renamed | removed | added | deprecated | option (where a name the error refuses lives)
     record: Record  # as the default view has it
     new: Record | None  # renamed: the record of the new spelling
     release: (
@@ -69,28 +76,77 @@ class Fact:
 
 
 def registry_facts(names: tuple[str, ...], text: str, base: Registry, view: Registry) -> list[Fact]:
-    """The lifecycle facts about the names a question uses, best first (at most ``MAX_FACTS``)."""
+    """The lifecycle facts about the names a question uses, best first (at most ``MAX_FACTS``).
+
+    A name several classes or packages have (``max_prompt_length``: DPOConfig, GRPOConfig, ...) is judged on the
+    record the question points at (``_aim``: its class or a class of the same stem named, its package named), and
+    gives one fact: the first of its records, in that order, that has one."""
     cue = bool(LIFECYCLE.search(text))
     out: list[Fact] = []
     seen: set[str] = set()
     for name in names[:20]:
+        found: list[tuple[int, int, bool, str, Fact]] = []
         for rec in _records(name, base):
             if rec["id"] in seen:
                 continue
+            aim = _aim(rec, text)
             fact = _fact(rec, base, view)
+            if fact is None and cue and aim >= 2:
+                fact = _option(rec, text, base, view)
             if fact is None or not (cue or fact.user_side):
                 continue
-            seen.add(rec["id"])
+            found.append((-aim, EVENT_ORDER[fact.event], bool(rec.get("from_timeline")), rec["id"], fact))
+        if found:  # one fact per name: the record the question points at, the strongest event first
+            aim, _, _, rid, fact = min(found, key=lambda x: x[:4])
+            seen.add(rid)
+            fact.score = round(fact.score + AIM_BONUS * min(-aim, 2), 4)
             out.append(fact)
-    out.sort(key=lambda f: (-f.score, _mentioned(f, text), f.rid))
+    out.sort(key=lambda f: (-f.score, f.rid))
     return out[:MAX_FACTS]
 
 
-def _mentioned(f: Fact, text: str) -> int:
-    """0 when the question names the record's package (or its owner class), so that one wins a tie."""
-    low = text.lower()
-    owner = f.record["path"].split(".", 1)[0].lower()
-    return 0 if f.record["package"] in low or (owner and owner in low) else 1
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_SUFFIXES = ("Config", "Arguments", "Args", "Trainer", "Plugin")
+
+
+def _stem(cls: str) -> str:
+    for suf in _SUFFIXES:
+        if cls.endswith(suf) and len(cls) > len(suf):
+            return cls[: -len(suf)]
+    return cls
+
+
+def _aim(r: Record, text: str) -> int:
+    """How plainly the question points at this record: 3 its class named (``DPOConfig``), 2 a class of the same stem
+    (``DPOTrainer`` for DPOConfig's field) or the stem as a word (``GRPO``), 1 its package named, 0 nothing."""
+    owners = [r["path"].split(".", 1)[0], *(r.get("owners") or [])] if "." in r["path"] else []
+    words = set(_WORD.findall(text))
+    lower = {w.lower() for w in words}
+    if any(o in words for o in owners):
+        return 3
+    stems = {_stem(o) for o in owners if len(_stem(o)) >= 2}
+    if any(_stem(w) in stems for w in words if w[:1].isupper()):
+        return 2
+    pkg = r["package"].lower()
+    return 1 if pkg in lower or pkg.replace("-", "") in lower or pkg in text.lower() else 0
+
+
+def _option(rec: Record, text: str, base: Registry, view: Registry) -> Fact | None:
+    """``Owner.__init__() got an unexpected keyword argument 'X'`` where X lives in a sibling class of the same stem
+    (DPOTrainer -> DPOConfig): the fact is where X lives, and since when."""
+    if rec.get("status") in ("removed",) or "." not in rec["path"]:
+        return None
+    owner = rec["path"].split(".", 1)[0]
+    if owner in set(_WORD.findall(text)):
+        return None  # the question names the class that has it: nothing to redirect
+    span = base.span(rec["id"])
+    user = view.exact.get(rec["package"]) or view.pins.get(rec["package"])
+    seen = view.get(rec["id"]) or rec
+    side = None if user is None else seen.get("status") == "absent"
+    first = span[0] if span else rec["releases"][0]
+    return Fact(
+        rec["id"], "option", rec, None, first, None, user, side, _score(side), _oldest(base, rec["package"], first)
+    )
 
 
 def _records(name: str, base: Registry) -> list[Record]:
@@ -112,7 +168,8 @@ def _fact(rec: Record, base: Registry, view: Registry) -> Fact | None:
     last = span[1] if span else rec["releases"][-1]
     if new is not None:
         nspan = base.span(new["id"])
-        first_new = nspan[0] if nspan else new["releases"][0]
+        # where the source first says to write the new name (a timeline's replacement), else where the new name starts
+        first_new = _replaced_since(base, rid) or (nspan[0] if nspan else new["releases"][0])
         side = None if user is None else seen.get("status") == "absent"
         return Fact(rid, "renamed", rec, new, first_new, last, user, side, _score(side), _oldest(base, pkg, first_new))
     if rec["status"] == "removed":
@@ -126,6 +183,17 @@ def _fact(rec: Record, base: Registry, view: Registry) -> Fact | None:
         side = None if user is None else True
         return Fact(rid, "deprecated", rec, None, _deprecated_since(rid, base), None, user, side, _score(side))
     return None
+
+
+def _replaced_since(base: Registry, rid: str) -> str | None:
+    """The first release whose source names a replacement for ``rid`` (the timeline's ``replacement``), or None."""
+    pkg = rid.split(":", 1)[0]
+    tl = base.timelines.get(pkg)
+    n = tl.names.get(rid) if tl is not None else None
+    if n is None or not n.replacement:
+        return None
+    stated = [r for r, y in n.replacement.items() if y and r in tl.releases]
+    return min(stated, key=tl.releases.index) if stated else None
 
 
 def _oldest(base: Registry, pkg: str, release: str | None) -> bool:

@@ -254,7 +254,7 @@ def identifier_spans(text: str) -> list[tuple[str, int, int]]:
 FILE_EXTS = frozenset(
     "py pyc pyi ipynb json jsonl yaml yml toml cfg ini txt md rst log sh bash zsh bat ps1 pt pth bin ckpt "
     "safetensors gguf onnx pkl pickle npy npz h5 hdf5 csv tsv parquet arrow cpp cc cxx c h hpp cu cuh o so "
-    "dll dylib a whl tar gz tgz zip bz2 xz bak tmp lock html htm css js ts png jpg jpeg svg pdf".split()
+    "dll dylib lib exe a whl tar gz tgz zip bz2 xz bak tmp lock html htm css js ts png jpg jpeg svg pdf".split()
 )
 TLDS = frozenset("org com net io ai dev cn edu gov co uk de jp me info app".split())
 ABBREVIATIONS = frozenset("e.g i.e etc vs cf a.k.a w.r.t".split())

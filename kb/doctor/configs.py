@@ -51,7 +51,7 @@ class ParsedConfig:
     kind: str  # deepspeed | accelerate | training_args | launch | unknown
     data: dict[str, Any]
     source: str
-    fmt: str = "json"  # json | hjson | yaml | cmdline
+    fmt: str = "json"  # json | hjson | yaml | cmdline | python (a pasted dict literal)
     lines: dict[str, int] = field(default_factory=dict)  # dotted key path -> 1-based line
     # every repeated key: (dotted path, line of the repeat); json/yaml keep the last value silently
     duplicates: list[tuple[str, int | None]] = field(default_factory=list)
@@ -78,7 +78,12 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
         raise ConfigError(f"{source}: config is empty")
     script = _shell_command(stripped)
     if script is not None:
-        return _parse_command(script, source, text)
+        cfg = _parse_command(script, source, text)
+        after = _after_command(text, script)
+        if after and cfg.kind == "launch":
+            cfg.data["after"] = after
+            cfg.lines.update({"after": after[0][0] - 1})  # the line that lacks its backslash
+        return cfg
     depth, at = _max_nesting(stripped)
     if depth > MAX_NESTING:
         raise ConfigError(
@@ -86,7 +91,13 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
         )
     fmt = "json"
     repeated: list[str] = []  # keys an object of the JSON / HJSON text holds twice
-    if stripped[0] in "{[":
+    if _ELISION.search(stripped):  # "[...]" / "..." lines a user put where they cut the paste: not config
+        stripped = _ELISION.sub("", stripped).strip()
+        text = _ELISION.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    pasted = _python_dict(stripped)  # a Python dict literal, or its inside (True / False / None, trailing commas)
+    if pasted is not None:
+        data, fmt = pasted, "python"
+    elif stripped[0] in "{[":
         try:
             data = json.loads(stripped, object_pairs_hook=_pairs_hook(repeated))
         except json.JSONDecodeError as e:
@@ -112,11 +123,34 @@ def parse_config(text: str, source: str = "<config>") -> ParsedConfig:
             raise ConfigError(f"{source}: invalid YAML: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
-    lines = _line_map(text) if fmt != "hjson" else _line_map_by_search(text, data)
+    lines = _line_map(text) if fmt not in ("hjson", "python") else _line_map_by_search(text, data)
     dups = _duplicate_paths(text) if repeated or fmt == "yaml" else []
     if repeated and not dups:  # HJSON that YAML cannot read: the names, at the line of their first use
         dups = [(k, lines.get(k)) for k in dict.fromkeys(repeated)]
     return ParsedConfig(_kind(data), data, source, fmt, lines, dups)
+
+
+# a line that is only an elision mark ("[...]", "...", "…", "# ...") where the user cut their paste
+_ELISION = re.compile(r"(?m)^[ \t]*(?:\[\s*(?:\.\.\.|…)\s*\]|\.\.\.|…|#\s*\.\.\.)[ \t]*$\n?")
+_PY_WORDS = re.compile(r"\b(True|False|None)\b")
+
+
+def _python_dict(text: str) -> dict[str, Any] | None:
+    """A pasted Python dict literal (``ds_config = {...}``, or only the inside of one), read with
+    ``ast.literal_eval`` (never executed); None when the text is not one, or is plain JSON (JSON reads it)."""
+    import ast
+
+    body = re.sub(r"^[A-Za-z_][A-Za-z0-9_]*\s*=\s*", "", text)
+    if not (_PY_WORDS.search(body) or re.search(r",\s*[}\]]", body) or body != text):
+        return None  # nothing Python-only about it: JSON / YAML read it (and keep their own messages)
+    for cand in (body, "{" + body.rstrip().rstrip(",") + "}"):
+        try:
+            v = ast.literal_eval(cand)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+            return v
+    return None
 
 
 def _pairs_hook(repeated: list[str]):
@@ -265,13 +299,13 @@ def _line_map(text: str) -> dict[str, int]:
 
 
 def _line_map_by_search(text: str, data: dict) -> dict[str, int]:
-    """Best effort for HJSON: the first line, after the parent's line, that names the key."""
+    """Best effort for HJSON and pasted Python dicts: the first line, after the parent's line, that names the key."""
     out: dict[str, int] = {}
     lines = text.splitlines()
 
     def walk(d: dict, prefix: str, start: int) -> None:
         for k, v in d.items():
-            rx = re.compile(rf"(^|[\s{{,]){re.escape(str(k))}[\"']?\s*:")
+            rx = re.compile(rf"(^|[\s{{,])[\"']?{re.escape(str(k))}[\"']?\s*:")
             at = next((i for i in range(start, len(lines)) if rx.search(lines[i])), start)
             out[f"{prefix}{k}"] = at + 1
             if isinstance(v, dict):
@@ -352,6 +386,26 @@ def _shell_command(text: str) -> str | None:
     return cmd
 
 
+def _after_command(text: str, command: str) -> list[tuple[int, str]]:
+    """(line number, text) of the lines after the command that look like more of its flags: a continuation the shell
+    did not see (the line before has no trailing backslash), so they are a command of their own, not arguments."""
+    lines = text.splitlines()
+    last = command.splitlines()[-1] if command else ""
+    try:
+        end = next(i for i, ln in enumerate(lines) if ln.rstrip() == last.rstrip())
+    except StopIteration:
+        return []
+    out = []
+    for i in range(end + 1, len(lines)):
+        ln = lines[i].strip()
+        if not ln or ln.startswith("#"):
+            continue
+        if not ln.startswith("--"):
+            break
+        out.append((i + 1, ln))
+    return out
+
+
 def _parse_command(text: str, source: str, original: str | None = None) -> ParsedConfig:
     joined = re.sub(r"\\\s*\n", " ", text)
     try:
@@ -393,7 +447,12 @@ def _parse_command(text: str, source: str, original: str | None = None) -> Parse
         "command": command,
         "argv": list(argv),  # the launcher's own tokens (after the program), as its argparse parser sees them
     }
-    lines = {f"launcher_args.{k}": 1 for k in launcher_args} | {f"script_args.{k}": 1 for k in script_args}
+    flag_lines: dict[str, int] = {}  # the first line of the command each flag is on (a script spreads them out)
+    for n, ln in enumerate((original or text).splitlines(), 1):
+        for m in re.finditer(r"(?<!\S)--?([A-Za-z_][\w.-]*)", ln):
+            flag_lines.setdefault(m.group(1), n)
+    lines = {f"launcher_args.{k}": flag_lines.get(k, 1) for k in launcher_args}
+    lines |= {f"script_args.{k}": flag_lines.get(k, 1) for k in script_args}
     return ParsedConfig("launch", data, source, "cmdline", lines)
 
 

@@ -184,6 +184,10 @@ class KeyVisit:
     # when); False: a rule says "unverified" (KB022), never "ignored" / "not valid here"
     proven: bool = True
     evidence: list[Record] = field(default_factory=list)  # sites whose condition reads a name spelled like the key
+    # why it is not proven: "site" (a raise / warn site reads the name), "unprobed" (a section the trace never
+    # probed), "handed-on" (a section DeepSpeedConfig hands on whole, ``handed_on``), "refused" (a removed
+    # feature the registry records only from the release that refuses it, ``refused_from``)
+    unproven: str = ""
     written: str = ""  # the dotted path as the file spells it (aliases kept): what the HF Trainer / accelerate match
 
     @property
@@ -279,7 +283,9 @@ class Ctx:
         ``_ds_config_records``: DeepSpeedConfig in one process, no torch.distributed) saw the top level and the
         first level of each unvalidated top-level section, and never probed deeper ones. A key is ``proven``
         unread in the first two cases, and in the third unless a raise / warn site of DeepSpeed reads a name
-        spelled like it (a read behind a branch the trace does not take, e.g. config.py:468)."""
+        spelled like it (a read behind a branch the trace does not take, e.g. config.py:468). Neither source
+        proves anything under a section DeepSpeedConfig hands on whole (``handed_on``), nor about a removed
+        feature recorded only from the release that refuses it (``refused_from``)."""
         reg = self.reg
         parent_rec = reg.get(f"deepspeed:{parent}") if parent else None
         strict = bool(parent_rec and parent_rec.get("forbids_unknown"))
@@ -307,6 +313,13 @@ class Ctx:
                 # `enabled` is some section's `enabled`)
                 v.evidence = site_reads(reg, "deepspeed", key) if lk.status == "unknown" else []
                 v.proven = probed and not v.evidence
+                v.unproven = "" if v.proven else "site" if v.evidence else "unprobed"
+            if rec is None and v.proven:
+                gone = lk.record if lk.status == "absent" and lk.record and lk.record.get("absent") == "added" else None
+                if gone is not None and refused_from(reg, gone):
+                    v.proven, v.unproven = False, "refused"
+                elif handed_on(reg, parent_rec):
+                    v.proven, v.unproven = False, "handed-on"
             out.append(v)
             if rec is None or lk.status == "removed":
                 continue
@@ -472,6 +485,47 @@ def timeline_read(reg: Registry, package: str, section: str) -> bool:
     if tl is None or rel is None or rel not in tl.releases:
         return False
     return True if not section else bool(tl.present(f"{package}:{section}", rel))
+
+
+# the switch of a DeepSpeed section. A section (no pydantic model) where DeepSpeedConfig looks up this key alone
+# is one it hands on whole: it copies the section, pops the switch and passes the rest to the feature's code,
+# which reads the other keys (deepspeed 0.19.4 runtime/config.py:143-147 get_pld_params, :159-163
+# get_amp_params; runtime/data_pipeline/config.py:123-127 get_curriculum_learning_params): the trace and the
+# static read follow DeepSpeedConfig only, so what they did not see read there is not evidence
+SECTION_SWITCH = "enabled"
+_CHILDREN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def section_keys(reg: Registry, package: str, section: str) -> frozenset[str]:
+    """The names of the config keys the view's release has directly under ``section``."""
+    idx = _CHILDREN.get(reg)
+    if idx is None:
+        idx = {}
+        for r in reg.records:
+            if r["kind"] in ("config_key", "config_section") and "." in r["path"]:
+                if r.get("status") not in ("absent", "removed"):
+                    idx.setdefault((r["package"], _parent(r["path"])), set()).add(r["name"])
+        _CHILDREN[reg] = idx
+    return frozenset(idx.get((package, section), ()))
+
+
+def handed_on(reg: Registry, section: Record | None) -> bool:
+    """Does DeepSpeedConfig hand ``section`` on whole (``SECTION_SWITCH``): an unvalidated section whose only
+    key the view's release records is its switch?"""
+    if section is None or section.get("validated") or section["kind"] != "config_section":
+        return False
+    return section_keys(reg, section["package"], section["path"]) == {SECTION_SWITCH}
+
+
+def refused_from(reg: Registry, rec: Record) -> str | None:
+    """The release from which the package refuses ``rec`` as a removed feature (status "removed" without
+    ``until``: DeepSpeed's removed-feature list, e.g. 0.19.8's `quantize_training`), when that is the first release
+    the registry records it in: releases before it had the feature, so a view older than it has not "not yet got
+    the name" (the samples' trace did not see it read, which proves nothing: 0.19.4 reads `quantize_training`
+    only when compression_training's weight quantization is on, runtime/config.py:524-525). None otherwise."""
+    hist = reg.history(rec["id"])
+    first = hist[0] if hist else None
+    return first["version"] if first and first.get("status") == "removed" and not first.get("until") else None
 
 
 _SITE_READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

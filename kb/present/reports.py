@@ -304,7 +304,8 @@ def lookup(
         out.append(f"  every minor release of {releases['package']} ({releases['minors']} from {w0} to {w1}):")
         spans = ", ".join(f"{a}..{b}" for a, b in releases["spans"])
         gone = f"; removed in {releases['removed_in']}" if releases.get("removed_in") else ""
-        out.append(f"    present in {spans}{gone}")
+        first = f" (default {releases['first_default']} at first)" if releases.get("first_default") is not None else ""
+        out.append(f"    present in {spans}{first}{gone}")
         for e in releases["events"]:
             if e["event"] == "default":
                 out.append(f"    {e['release']:<10} default -> {e['default']}")

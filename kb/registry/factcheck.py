@@ -504,7 +504,8 @@ _CUES: tuple[tuple[str, str | None, re.Pattern[str]], ...] = (
     (
         "TrainingArguments",
         None,
-        re.compile(r"(?<![\w.])TrainingArguments\b|\btraining[ _]arg(?:ument)?s\b|训练参数", re.I),
+        # (the Chinese 训练参数 means "training parameters" in general, not the class: it names no namespace)
+        re.compile(r"(?<![\w.])TrainingArguments\b|\btraining[ _]arg(?:ument)?s\b", re.I),
     ),
     ("LoraConfig", None, re.compile(r"(?<![\w.])LoraConfig\b|\blora[ _]config\b", re.I)),
     ("cli:accelerate launch", None, re.compile(r"\baccelerate\s+launch\b", re.I)),
@@ -590,6 +591,32 @@ _NEGATED = re.compile(
 )
 
 
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+_CALL_OPEN = re.compile(r"([A-Za-z_][\w.]*)\($")
+_JUDGED_CALLS = ("TrainingArguments", "LoraConfig")  # the calls _call_contexts reads (the registry covers them)
+
+
+def _other_call_keyword(text: str, s: int, e: int) -> bool:
+    """Is the name at [s, e) a ``name=`` keyword inside the parentheses of a call other than those kb judges?"""
+    if not re.match(r"\s*=(?!=)", text[e : e + 4]):
+        return False
+    depth, i = 0, s - 1
+    lo = max(0, s - 2000)
+    while i >= lo:
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                m = _CALL_OPEN.search(text, max(0, i - 80), i + 1)
+                return bool(m) and m.group(1).rsplit(".", 1)[-1] not in _JUDGED_CALLS
+            depth -= 1
+        elif ch == "\n" and text[i - 1 : i] == "\n":
+            return False  # a blank line: no call spans it
+        i -= 1
+    return False
+
+
 class _Prose:
     """Where prose puts a name: the sentences and clauses of one text and the words in it that name a namespace
     (``_CUES``), read on the first question (most texts have no name left to place)."""
@@ -614,6 +641,8 @@ class _Prose:
         self.cues = sorted(cues, key=lambda c: c.start)
         self.cue_starts = [c.start for c in self.cues]
         self.ds_words = [_Cue(m.start(), m.end(), "ds_config", None, m.group(0)) for m in _DS_TEXT.finditer(text)]
+        # fenced code blocks: their names are read by their structure (a config block, a call), never by prose cues
+        self.fences = [(m.start(), m.end()) for m in _FENCED.finditer(text)]
         self.sentences = _breaks(_SENT_BREAK, text)
         self.clauses = _breaks(_CLAUSE_BREAK, text)
         self.sections = _section_pattern(self.registry)
@@ -640,6 +669,12 @@ class _Prose:
         flag = name.startswith("-")
         if not flag and (_ENV_NAME.match(name) or is_camel_api(name)):
             return None  # an environment variable or a class is never a key
+        if any(a <= s and e <= b for a, b in self.fences):
+            return (
+                None  # inside fenced code: its own structure says what it is (kb.registry.factcheck._config_contexts)
+            )
+        if _other_call_keyword(text, s, e):
+            return None  # a keyword of a call kb cannot judge (ParallelismConfig(sp_size=...), Trainer(optimizer_...=))
         sent = _around(self.sentences, s, e, len(text))
         clause = _around(self.clauses, s, e, len(text))
         lo, hi = bisect.bisect_left(self.cue_starts, sent[0]), bisect.bisect_left(self.cue_starts, sent[1])

@@ -430,6 +430,7 @@ class Registry:
         have = {r["id"] for r in records}
         for tl in timelines.values():
             records.extend(timeline_records(tl, have))
+        _renames_from_timelines(records, timelines)
         return cls(records, timelines=timelines)
 
     # ------------------------------------------------------------ queries
@@ -742,6 +743,28 @@ def _merged(records: list[Mapping[str, Any]]) -> list[Record]:
         base.setdefault("renamed_from", [])
         out.append(cast(Record, base))
     return sorted(out, key=lambda r: r["id"])
+
+
+def _renames_from_timelines(records: list[dict[str, Any]], timelines: "Mapping[str, Timeline]") -> None:
+    """A sampled record the import build gave no ``renamed_to`` gets the one its timeline states: the replacement the
+    source names in the last release that deprecates it (``warmup_ratio`` -> ``warmup_steps``), when that name is a
+    record too; the target's ``renamed_from`` lists it. In place."""
+    by_id = {r["id"]: r for r in records}
+    for r in records:
+        tl = timelines.get(r["package"])
+        if tl is None or r.get("renamed_to") or r.get("from_timeline") or r["id"] not in tl.names:
+            continue
+        n = tl.names[r["id"]]
+        if not (n.deprecated and n.replacement):
+            continue
+        for rel in reversed(tl.releases_of(r["id"])):
+            if tl.deprecated_at(r["id"], rel) is not None and tl.replacement_at(r["id"], rel):
+                new = tl.replacement_id(r["id"], rel)
+                if new and new in by_id and new != r["id"]:
+                    r["renamed_to"] = new
+                    target = by_id[new]
+                    target["renamed_from"] = sorted({*(target.get("renamed_from") or []), r["id"]})
+                break
 
 
 def _prefer_config(recs: list[Record]) -> Record:

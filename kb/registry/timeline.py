@@ -13,8 +13,10 @@ Core module: stdlib + kb.registry.order only.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,9 @@ class Name:
     deprecated: dict[str, str] = field(default_factory=dict)  # release -> the source's message
     source: str | None = None  # "file:line" at source_release
     source_release: str | None = None
+    # release -> the name of the same class the release's source says to write instead (None: it says none from
+    # that release on), where it changes; a rename the source states ("`x` is deprecated, use `y` instead")
+    replacement: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -61,6 +66,7 @@ class Timeline:
 
     def __post_init__(self) -> None:
         self._index = {r: i for i, r in enumerate(self.releases)}
+        self._cache: dict[tuple[str, str], tuple[list[int], list[Any]]] = {}
 
     @property
     def newest(self) -> str:
@@ -100,27 +106,49 @@ class Timeline:
         i = self._index.get(release)
         return self.releases[i + 1] if i is not None and i + 1 < len(self.releases) else None
 
+    def _changes(self, rid: str, what: str) -> tuple[list[int], list[Any]]:
+        """The release indexes at which ``what`` (defaults | deprecated | replacement) of ``rid`` changes, sorted, with
+        the values (computed once per name: every view and record reads them)."""
+        key = (rid, what)
+        hit = self._cache.get(key)
+        if hit is None:
+            n = self.names.get(rid)
+            pairs = sorted(
+                (self._index[r], v) for r, v in (getattr(n, what) if n is not None else {}).items() if r in self._index
+            )
+            hit = ([i for i, _ in pairs], [v for _, v in pairs])
+            self._cache[key] = hit
+        return hit
+
+    def _at(self, rid: str, what: str, release: str) -> tuple[bool, Any]:
+        i = self._index.get(release)
+        if i is None or rid not in self.names:
+            return False, None
+        idx, vals = self._changes(rid, what)
+        k = bisect.bisect_right(idx, i)
+        return (True, vals[k - 1]) if k else (False, None)
+
     def default_at(self, rid: str, release: str) -> tuple[bool, str | None]:
         """(known, default) of ``rid`` at ``release``: the last recorded change at or before it."""
-        n = self.names.get(rid)
-        if n is None or not n.defaults or release not in self._index:
-            return False, None
-        i = self._index[release]
-        best: tuple[bool, str | None] = (False, None)
-        for rel, val in sorted(n.defaults.items(), key=lambda kv: self._index.get(kv[0], -1)):
-            if self._index.get(rel, 10**9) <= i:
-                best = (True, val)
-        return best
+        return self._at(rid, "defaults", release)
 
     def deprecated_at(self, rid: str, release: str) -> str | None:
         """The deprecation message in force at ``release`` (None: not deprecated there)."""
+        return self._at(rid, "deprecated", release)[1]
+
+    def replacement_at(self, rid: str, release: str) -> str | None:
+        """The name the source of ``release`` says replaces ``rid`` (None: it states none there)."""
+        return self._at(rid, "replacement", release)[1]
+
+    def replacement_id(self, rid: str, release: str) -> str | None:
+        """The id of the name that replaces ``rid`` at ``release`` (the one :meth:`replacement_at` names, in the
+        same class, present there), or None."""
+        y = self.replacement_at(rid, release)
         n = self.names.get(rid)
-        if n is None or release not in self._index:
+        if y is None or n is None:
             return None
-        i = self._index[release]
-        hits = [(self._index.get(r, 10**9), msg) for r, msg in n.deprecated.items()]
-        hits = [h for h in hits if h[0] <= i]
-        return max(hits)[1] if hits else None
+        cands = ((k, m.name, m.aliases, m.owners) for k, m in self.names.items() if self.present(k, release))
+        return replacement_id(rid, n.owners, y, cands)
 
     def history(self, rid: str) -> list[dict[str, Any]]:
         """What happened to ``rid`` release by release: added, removed, default, deprecated (oldest first)."""
@@ -142,6 +170,37 @@ class Timeline:
             out.append({"release": rel, "event": "deprecated", "message": msg})
         order = {"added": 0, "present": 0, "default": 1, "deprecated": 2, "removed": 3}
         return sorted(out, key=lambda e: (self._index.get(e["release"], 10**9), order[e["event"]]))
+
+
+def parent_of(rid: str) -> str:
+    """The class (or config section, or CLI) an id's name belongs to: ``pkg:Args.x`` -> ``pkg:Args``,
+    ``pkg:a.b.c`` -> ``pkg:a.b``, ``pkg:cli/launch/--x`` -> ``pkg:cli/launch``, ``pkg:x`` -> ``pkg:``."""
+    pkg, _, local = rid.partition(":")
+    cut = max(local.rfind("."), local.rfind("/"))
+    return f"{pkg}:{local[:cut]}" if cut >= 0 else f"{pkg}:"
+
+
+def replacement_id(
+    rid: str, owners: Iterable[str], name: str, candidates: Iterable[tuple[str, str, Iterable[str], Iterable[str]]]
+) -> str | None:
+    """The id among ``candidates`` ((id, name, aliases, owners) of one release) that ``name`` names in the same
+    class as ``rid``: a name or alias equal to it (``--`` aside), in the same class / section / CLI, else in a
+    class that exposes both (``owners``); None when there is none. The rule the timeline builder and
+    :func:`timeline_records` both apply."""
+    want = name.lstrip("-")
+    par = parent_of(rid)
+    own = set(owners or ())
+    same: list[str] = []
+    shared: list[str] = []
+    for cid, cname, caliases, cowners in candidates:
+        if cid == rid or want not in {cname.lstrip("-"), *(a.lstrip("-") for a in caliases or ())}:
+            continue
+        if parent_of(cid) == par:
+            same.append(cid)
+        elif own & set(cowners or ()):
+            shared.append(cid)
+    pick = sorted(same) or sorted(shared)
+    return pick[0] if pick else None
 
 
 def _series_of(version: str, release: str) -> bool:
@@ -174,11 +233,23 @@ def _name(rid: str, d: dict[str, Any], releases: set[str], where: str) -> Name:
             deprecated=dict(d.get("deprecated") or {}),
             source=d.get("source"),
             source_release=d.get("source_release"),
+            replacement=_replacement_map(d.get("replacement"), releases, rid, where),
         )
     except (KeyError, TypeError, ValueError) as e:
         if isinstance(e, TimelineError):
             raise
         raise TimelineError(f"{where}: {rid}: {type(e).__name__}: {e}") from None
+
+
+def _replacement_map(v: Any, releases: set[str], rid: str, where: str) -> dict[str, str | None]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise TimelineError(f"{where}: {rid}: replacement must map releases to names")
+    for r, y in v.items():
+        if r not in releases or not (y is None or isinstance(y, str)):
+            raise TimelineError(f"{where}: {rid}: replacement {r!r}: {y!r} is not a release of the file and a name")
+    return {str(r): y for r, y in v.items()}
 
 
 def read_timeline(path: Path) -> Timeline:
@@ -189,6 +260,13 @@ def read_timeline(path: Path) -> Timeline:
         raise TimelineError(f"{path}: cannot read: {e}") from None
     except json.JSONDecodeError as e:
         raise TimelineError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    return timeline_from_dict(d, str(path), path.stem)
+
+
+def timeline_from_dict(d: Any, where: str = "<timeline>", default_package: str = "") -> Timeline:
+    """A timeline from its JSON object (what :func:`read_timeline` reads from a file; ``where`` names it in the
+    errors): TimelineError when it is not one."""
+    path = where
     if not isinstance(d, dict) or d.get("format") != TIMELINE_FORMAT:
         raise TimelineError(f"{path}: not a timeline file of format {TIMELINE_FORMAT}")
     try:
@@ -201,7 +279,7 @@ def read_timeline(path: Path) -> Timeline:
     known = set(releases)
     names = {rid: _name(rid, nd, known, str(path)) for rid, nd in (d.get("names") or {}).items()}
     return Timeline(
-        package=str(d.get("package") or path.stem),
+        package=str(d.get("package") or default_package),
         releases=releases,
         names=names,
         window=str(d.get("window") or ""),
@@ -234,11 +312,31 @@ def _source(n: Name) -> tuple[str, int]:
     return (f, int(line)) if line.isdigit() else (n.source, 0)
 
 
+def _walk(tl: Timeline, rid: str, what: str, rels: list[str]) -> list[tuple[bool, Any]]:
+    """(known, value) of ``what`` at each of ``rels`` (oldest first), in one pass over the change points."""
+    idx, vals = tl._changes(rid, what)
+    out: list[tuple[bool, Any]] = []
+    k = 0
+    cur: tuple[bool, Any] = (False, None)
+    for rel in rels:
+        i = tl._index[rel]
+        while k < len(idx) and idx[k] <= i:
+            cur = (True, vals[k])
+            k += 1
+        out.append(cur)
+    return out
+
+
 def timeline_records(tl: Timeline, have: set[str]) -> list[dict[str, Any]]:
     """Format-2 records for the names of ``tl`` that no sampled build recorded (``have``: the ids that one did):
     every name of a package only a timeline records (a front end), and names of the other packages that exist
     only between the samples. Their values are those of the newest release that has them; ``history`` keeps the
-    defaults and deprecations of the older ones. Marked ``from_timeline``."""
+    defaults, deprecations and replacements of the older ones. Marked ``from_timeline``.
+
+    ``renamed_to``: the id of the name the newest release that deprecates it with a stated replacement says to
+    write instead (``replacement`` there: its name), as the sampled build sets it (indexer/registry_releases.py);
+    ``renamed_from`` is its inverse among the records made here (a sampled record a rename points to keeps its
+    own ``renamed_from``)."""
     out: list[dict[str, Any]] = []
     for rid, n in sorted(tl.names.items()):
         if rid in have:
@@ -250,14 +348,26 @@ def timeline_records(tl: Timeline, have: set[str]) -> list[dict[str, Any]]:
         f, line = _source(n)
         _, default = tl.default_at(rid, newest)
         dep = tl.deprecated_at(rid, newest)
+        repl = tl.replacement_at(rid, newest)
+        renamed_to = None
+        for rel in reversed(rels if n.deprecated and n.replacement else ()):  # the newest that deprecates it, renaming
+            if tl.deprecated_at(rid, rel) is not None and tl.replacement_at(rid, rel):
+                renamed_to = tl.replacement_id(rid, rel)
+                break
         history: dict[str, dict[str, Any]] = {}
-        for rel in rels[:-1]:
+        changes = len(n.defaults) > 1 or n.deprecated or n.replacement
+        defaults, deps, repls = (
+            _walk(tl, rid, what, rels) if changes else [] for what in ("defaults", "deprecated", "replacement")
+        )
+        for j, rel in enumerate(rels[:-1] if changes else ()):
             diff: dict[str, Any] = {}
-            known, d = tl.default_at(rid, rel)
+            known, d = defaults[j]
             if known and d != default:
                 diff["default"] = d
-            if (tl.deprecated_at(rid, rel) is not None) != (dep is not None):
-                diff["deprecated"] = tl.deprecated_at(rid, rel) is not None
+            if (deps[j][1] is not None) != (dep is not None):
+                diff["deprecated"] = deps[j][1] is not None
+            if repls[j][1] != repl:
+                diff["replacement"] = repls[j][1]
             if diff:
                 history[rel] = diff
         out.append(
@@ -274,7 +384,7 @@ def timeline_records(tl: Timeline, have: set[str]) -> list[dict[str, Any]]:
                 "choices": None,
                 "constraints": None,
                 "deprecated": dep is not None,
-                "replacement": None,
+                "replacement": repl,
                 "noop": False,
                 "status": "active",
                 "validated": False,
@@ -286,11 +396,15 @@ def timeline_records(tl: Timeline, have: set[str]) -> list[dict[str, Any]]:
                 "source_line": line,
                 "releases": rels,
                 "history": history,
-                "renamed_to": None,
+                "renamed_to": renamed_to,
                 "renamed_from": [],
                 "owners": list(n.owners),
                 "inherits": n.inherits,
                 "from_timeline": True,
             }
         )
+    made = {r["id"]: r for r in out}
+    for r in out:
+        if r["renamed_to"] in made:
+            made[r["renamed_to"]]["renamed_from"].append(r["id"])
     return out

@@ -19,11 +19,13 @@ from kb.doctor.engine import (
     ADAM_NUMBERS,
     ADAM_TYPES,
     SCHED_NUMBERS,
+    SECTION_SWITCH,
     Case,
     Ctx,
     KeyVisit,
     cite,
     fillers,
+    refused_from,
     rule,
     successor,
     ticks,
@@ -41,11 +43,18 @@ BUCKET_WARN_BYTES = 1 << 30
 HOMES_SHOWN = 3  # a misplaced key's homes shown (nearest first); `kb registry lookup` lists the rest
 
 
-def _other(v: KeyVisit) -> tuple[str, str]:
+def _other(v: KeyVisit, reg: Registry) -> tuple[str, str]:
     """' It is a method (...), not a DeepSpeed config key.' when the unknown key names something else."""
     r = v.lookup.record
     if v.status == "absent" and r:  # real in other releases: the view is the user's release (Registry.at)
         rel = f"{r['package']} {r['since']}" if r["absent"] == "added" else f"{r['package']} {r['until']}"
+        refused = refused_from(reg, r) if r["absent"] == "added" else None
+        if refused:  # recorded only from the release that refuses it: older releases had it, not "not yet"
+            return (
+                f" {r['package']} {refused} refuses it as a removed feature; the registry has no record of it in "
+                "your release.",
+                f"{r['package']} {refused} 把它当作已移除的功能直接拒绝；registry 里没有它在你这个版本里的记录。",
+            )
         if r["absent"] == "added":
             return (
                 f" It first appears in {rel}; your release does not have it.",
@@ -160,7 +169,7 @@ def kb001(c: Ctx) -> None:
         return
     for v in c.keys:
         if _unknown(v) and v.strict:
-            other, other_zh = _other(v)
+            other, other_zh = _other(v, c.reg)
             gone = _gone(v)
             hint, hint_zh = (gone and instead(c, gone)) or c.near(v.path)
             c.add(
@@ -401,7 +410,7 @@ def kb005(c: Ctx) -> None:
         for v in c.keys:
             if not _unknown(v) or v.strict or not v.proven:
                 continue  # unproven: KB022 says so instead
-            other, other_zh = _other(v)
+            other, other_zh = _other(v, c.reg)
             hint, hint_zh = c.near(v.path)
             if hint == "delete it":
                 hint, hint_zh = (
@@ -1277,10 +1286,12 @@ def json_literal(v: Any) -> str:
     "info",
     None,
     views=("deepspeed",),
-    summary="a key the registry has no record of where it cannot prove DeepSpeed ignores it (no pydantic model, "
-    "no timeline of that release): under a section the builder's trace never probed (below the first level of an "
-    "unvalidated section, e.g. `data_efficiency.data_routing`), or a name a DeepSpeed raise / warn site reads (e.g. "
-    "`sequence_parallel_size`, read at config.py:468 behind torch.distributed); said instead of KB002 / KB005",
+    summary="a key the registry has no record of where it cannot prove DeepSpeed ignores it: under a section the "
+    "builder's trace never probed and no timeline covers (below the first level of an unvalidated section, e.g. "
+    "`data_efficiency.data_routing`), a name a DeepSpeed raise / warn site reads (e.g. `sequence_parallel_size`, "
+    "read at config.py:468 behind torch.distributed), a key of a section DeepSpeedConfig hands on whole after reading "
+    "its `enabled` switch (`progressive_layer_drop.theta` in 0.19.4), or a removed feature the registry records only "
+    "from the release that refuses it (`quantize_training` before 0.19.8); said instead of KB002 / KB005",
     effect="unknown to kb: not reported as ignored or misplaced",
     bad=[
         # the registry of the sampled builds (no timeline): what kb knows of a release no timeline covers
@@ -1294,37 +1305,94 @@ def json_literal(v: Any) -> str:
             "a key of a section the trace never probed",
             sampled=True,
         ),
+        Case(
+            _ds({"progressive_layer_drop": {"enabled": True, "theta": 0.5, "gamma": 0.001}}),
+            "a section handed on whole: 0.19.4 get_pld_params copies it, the engine reads theta / gamma "
+            "(runtime/engine.py:972, :975)",
+            versions={"deepspeed": "0.19.4"},
+        ),
+        Case(
+            _ds({"quantize_training": {"enabled": True, "quantize_groups": 8}}),
+            "refused by 0.19.8 as a removed feature; 0.19.4 reads it behind a condition (runtime/config.py:525)",
+            versions={"deepspeed": "0.19.4"},
+        ),
     ],
     ok=[
         Case(_ds({"zero_force_opt_offload": True}), "no trace of the name anywhere: KB005"),
         Case(_ds({"data_efficiency": {"enabled": True, "seed": 1234}}), "keys the registry has"),
         Case(_ds({"activation_checkpointing": {"partitioned_activations": True}}), "a probed section: KB005"),
+        Case(
+            _ds({"progressive_layer_drop": {"enabled": True}}),
+            "the switch DeepSpeedConfig reads itself",
+            versions={"deepspeed": "0.19.4"},
+        ),
+        Case(_ds({"flops_profiler": {"enabeld": True}}), "a section read key by key: KB005"),
     ],
 )
 def kb022(c: Ctx) -> None:
-    sections: dict[str, list[KeyVisit]] = {}
+    sections: dict[tuple[str, str], list[KeyVisit]] = {}
+    ver = c.reg.versions.get("deepspeed", "?")
     for v in c.keys:
         if v.rec is not None or v.proven or v.strict:
             continue
-        if "." not in v.parent:  # the top level or a probed section: unproven because a site reads the name
+        if v.unproven == "refused":
+            gone = v.lookup.record or {}
+            since = refused_from(c.reg, gone) if gone else None
+            doc = (gone.get("doc") or "").strip()
+            said = f': "{doc}"' if doc else ""
+            tl = _timeline_has(c, gone.get("id", ""))
+            seen = (
+                f"; the timeline (a static read of the released files) does record it in deepspeed {ver}" if tl else ""
+            )
+            seen_zh = f"；不过 timeline（对发布文件的静态读取）确实记录了 deepspeed {ver} 里有它" if tl else ""
+            c.add(
+                v.shown,
+                f"kb cannot tell whether DeepSpeed {ver} reads `{v.path}`: DeepSpeed {since} refuses it as a removed "
+                f"feature ({cite(gone)}){said}, so releases before {since} had the feature, but the registry "
+                f"records it only from {since} on: its trace of DeepSpeedConfig in {ver} did not see it read (a "
+                f"trace does not take every branch){seen}. It is not reported as ignored.",
+                f"check what deepspeed {ver} does with `{v.path}`, or pin the release the config was written for",
+                f"kb 判断不了 DeepSpeed {ver} 会不会读 `{v.path}`：DeepSpeed {since} 把它当作已移除的功能直接拒绝"
+                f"（{cite(gone)}）" + (f'："{doc}"' if doc else "") + f"，说明 {since} 之前的版本有这个功能；"
+                f"但 registry 只从 {since} 起才记录它：追踪 {ver} 的 DeepSpeedConfig 时没看到它被读"
+                f"（追踪走不到每个分支）{seen_zh}。所以这里不说它会被忽略。",
+                f"去看一下 deepspeed {ver} 怎么处理 `{v.path}`，或者锁定这份配置当初针对的版本",
+            )
+        elif v.unproven == "site":
             sites = "; ".join(f"{s['function']}, {cite(s)}" if s.get("function") else cite(s) for s in v.evidence[:3])
             c.add(
                 v.shown,
-                f"kb cannot tell whether DeepSpeed {c.reg.versions.get('deepspeed', '')} reads `{v.path}`: the "
+                f"kb cannot tell whether DeepSpeed {ver} reads `{v.path}`: the "
                 "registry does not list it among the keys DeepSpeedConfig read when the registry traced it (one "
                 "process, without torch.distributed), but DeepSpeed's code reads a name spelled "
                 f"`{v.key}` ({sites}). It is not reported as ignored.",
                 None,
-                f"kb 判断不了 DeepSpeed {c.reg.versions.get('deepspeed', '')} 会不会读 `{v.path}`：registry 追踪 "
+                f"kb 判断不了 DeepSpeed {ver} 会不会读 `{v.path}`：registry 追踪 "
                 "DeepSpeedConfig（单进程、没有 torch.distributed）时没看到它被读，但 DeepSpeed 的代码里读了一个同名的 "
                 f"`{v.key}`（{sites}）。所以这里不说它会被忽略。",
                 None,
             )
         else:
-            sections.setdefault(v.parent, []).append(v)
-    ver = c.reg.versions.get("deepspeed", "?")
-    for parent, vs in sections.items():
-        names = ticks([v.key for v in vs])
+            sections.setdefault((v.parent, v.unproven), []).append(v)
+    for (parent, why), vs in sections.items():
+        names, names_zh = ticks([v.key for v in vs]), ticks([v.key for v in vs], "、")
+        if why == "handed-on":
+            sec = c.reg.get(f"deepspeed:{parent}")
+            at = f" ({cite(sec)})" if sec else ""
+            c.add(
+                vs[0].shown,
+                f"kb cannot check {names} under `{parent}` for deepspeed {ver}: DeepSpeedConfig looks up only "
+                f"`{parent}.{SECTION_SWITCH}` itself{at} and hands the rest of the section on whole to the feature's "
+                "code (it copies the section and pops the switch), which reads the other keys; the registry records "
+                "only the keys DeepSpeedConfig looks up, so kb cannot say whether DeepSpeed reads or ignores them.",
+                None,
+                f"kb 没法检查 deepspeed {ver} 里 `{parent}` 下的 {names_zh}：DeepSpeedConfig 自己只读 "
+                f"`{parent}.{SECTION_SWITCH}`{at}，然后把整个 section（复制一份、去掉开关）原样交给这个功能的代码，"
+                "其余的 key 由那里去读；registry 只记录 DeepSpeedConfig 自己读的 key，所以 kb 说不准 DeepSpeed "
+                "会读还是会忽略它们。",
+                None,
+            )
+            continue
         c.add(
             vs[0].shown,
             f"kb cannot check {names} under `{parent}` for deepspeed {ver}: DeepSpeed reads that section with plain "
@@ -1332,8 +1400,16 @@ def kb022(c: Ctx) -> None:
             "level below the top, and no timeline covers this release, so kb cannot say whether DeepSpeed reads or "
             "ignores them.",
             None,
-            f"kb 没法检查 deepspeed {ver} 里 `{parent}` 下的 {ticks([v.key for v in vs], '、')}：DeepSpeed 读这个 "
+            f"kb 没法检查 deepspeed {ver} 里 `{parent}` 下的 {names_zh}：DeepSpeed 读这个 "
             "section 用的是普通的 dict 取值（没有 pydantic 模型），registry 追踪 DeepSpeedConfig 时只探查这类 section "
             "顶层下一级的 key，也没有覆盖这个版本的 timeline，所以 kb 说不准 DeepSpeed 会读还是会忽略它们。",
             None,
         )
+
+
+def _timeline_has(c: Ctx, rid: str) -> bool:
+    """Does the package's timeline record ``rid`` in the view's release?"""
+    pkg = rid.split(":", 1)[0]
+    tl = (getattr(c.reg, "timelines", None) or {}).get(pkg)
+    rel = c.reg.versions.get(pkg)
+    return bool(tl is not None and rel is not None and rid and tl.present(rid, rel))

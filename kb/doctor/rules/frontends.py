@@ -196,6 +196,8 @@ class Cli:
                 got, i = argv[i:], n
             values[rec["name"]] = got
             for v in got:
+                if _SHELL_EXPANDED.search(v):
+                    continue  # the shell puts the value there when it runs the line: the file does not hold it
                 bad = _bad_value(rec, v)
                 if bad:
                     problems.append(Problem("KB032", tok, rec["name"], bad, value=v))
@@ -206,6 +208,13 @@ class Cli:
         if rest < n and kinds[rest] == "--":  # the first "--" right after it: the script positional's (-*A-*)
             rest += 1  # takes it (a later "--" is an ordinary argument)
         return Outcome(problems, script, values, True, argv[rest:])
+
+
+# a value the shell expands before the launcher sees it: `$NAME`, `${NAME}`, `$(cmd)`, `$1`, a backquoted command.
+# The line does not hold its value, so argparse's type and choices checks have nothing to judge (shlex keeps the
+# `$` of an unquoted or double-quoted expansion in the token; a single-quoted one, which the shell leaves as it is,
+# looks the same and is let through too)
+_SHELL_EXPANDED = re.compile(r"\$[A-Za-z_{(0-9@*#?!-]|`")
 
 
 def _bad_value(rec: Record, value: str) -> str | None:
@@ -402,7 +411,7 @@ def kb031(c: Ctx) -> None:
     None,
     views=("launch",),
     summary="launcher flag value outside its `choices`, not of its type (`--num_gpus two`), missing, "
-    "or the training script missing",
+    "or the training script missing; a value the shell expands (`$WORKER_GPU`, `${N}`) is not judged",
     effect='the launcher exits with status 2: argparse "invalid choice" / "invalid int value" / "expected one '
     'argument"',
     bad=[
@@ -412,6 +421,10 @@ def kb031(c: Ctx) -> None:
     ok=[
         Case("accelerate launch --mixed_precision bf16 train.py", "a choice"),
         Case("deepspeed --num_gpus 2 train.py --num_gpus two", "the script's own flag"),
+        Case(
+            "accelerate launch --num_processes $WORKER_GPU --machine_rank ${WORKER_IDX} train.py",
+            "shell variables: the shell puts the values there",
+        ),
     ],
     validity=True,
 )
@@ -587,10 +600,17 @@ def kb035(c: Ctx) -> None:
             continue  # (a front end's file shows this view only its TrainingArguments keys: kb.doctor.dialect.ta_keys)
         until = rec.get("until") or "an older release"
         repl = _replacement(c.reg, rec)
-        if repl:
-            fix, fix_zh = f"write `{repl}`", f"改写成 `{repl}`"
+        inferred = _inferred(c, rec)
+        if repl and inferred and f"`{repl}" in inferred[0]:
+            fix, fix_zh = inferred  # the same field, with its value carried over and its doc as the release has it
+        elif repl:
+            value = c.data.get(key)
+            carried = isinstance(value, (int, float)) and not isinstance(value, bool)
+            written = f"`{repl}: {value}`" if carried else f"`{repl}`"
+            fix = f"write {written} instead (the replacement transformers' own deprecation names)"
+            fix_zh = f"改写成 {written}（transformers 自己的弃用提示给出的替代写法）"
         else:
-            fix, fix_zh = _inferred(c, rec) or (
+            fix, fix_zh = inferred or (
                 f"delete it: transformers {_tf_version(c)} has no such setting and the registry shows nothing in "
                 f"its place, so whatever it did (in {until}) is gone",
                 f"删掉它：transformers {_tf_version(c)} 没有这个设置，registry 里也看不到替代它的字段，"
@@ -757,3 +777,53 @@ def kb038(c: Ctx) -> None:
             "只保留一个",
             line=line,
         )
+
+
+@rule(
+    "KB039",
+    "broken-line-continuation",
+    "error",
+    None,
+    views=("launch",),
+    summary="a launch command whose next lines are more flags, after a line without its trailing backslash",
+    effect="the shell ends the command at that line: the flags below never reach the script (and the shell then tries "
+    "to run the first of them as a command of its own, `--x: command not found`)",
+    bad=[
+        Case(
+            "deepspeed train.py \\\n  --deepspeed ds.json \\\n  --learning_rate 1e-5\n  --bf16 \\\n  --num_train_epochs 1\n",
+            "the line before --bf16 has no backslash",
+        )
+    ],
+    ok=[
+        Case(
+            "deepspeed train.py \\\n  --deepspeed ds.json \\\n  --learning_rate 1e-5 \\\n  --bf16\n",
+            "every line continued",
+        ),
+        Case("deepspeed train.py --deepspeed ds.json\n\necho done\n", "a second command that is not flags"),
+    ],
+    validity=True,
+)
+def kb039(c: Ctx) -> None:
+    after = c.data.get("after") or []
+    if not after:
+        return
+    flags = [ln.split()[0] for _, ln in after]
+    first_line = after[0][0]
+    # the flag on the line that lacks its backslash (the command's last), else the break itself
+    cut = [
+        f"{part}.{k}"
+        for part in ("launcher_args", "script_args")
+        for k in c.data.get(part) or {}
+        if c.cfg.lines.get(f"{part}.{k}") == first_line - 1
+    ]
+    path = cut[-1] if cut else "after"
+    shown = ", ".join(f"`{f}`" for f in flags[:6]) + (" ..." if len(flags) > 6 else "")
+    c.add(
+        path,
+        f"line {first_line - 1} has no trailing backslash, so the shell ends the command there: {shown} on the "
+        "lines below never reach the script, and the shell runs the first of them as a command of its own.",
+        f"end line {first_line - 1} with ` \\`",
+        f"第 {first_line - 1} 行末尾少了反斜杠，shell 在这里就结束了命令：下面几行的 {shown} 都不会传给脚本，"
+        "shell 还会把其中第一个当成单独的命令去执行。",
+        f"在第 {first_line - 1} 行末尾加上 ` \\`",
+    )

@@ -747,16 +747,30 @@ def kb077(c: Ctx) -> None:
     if isinstance(dsc, dict) and dsc.get("deepspeed_hostfile"):
         return
     n, launcher = _machines(c), _ds_launcher(c)
+    written = isinstance(dsc, dict) and bool(dsc.get("deepspeed_multinode_launcher"))
+    # the finding sits on what decides it: the missing hostfile of a launcher the file names, or the launcher the
+    # file leaves unset (accelerate then picks pdsh, which needs the hostfile)
+    path = "deepspeed_config.deepspeed_hostfile" if written else "deepspeed_config.deepspeed_multinode_launcher"
+    unset = (
+        ""
+        if written
+        else f"`deepspeed_multinode_launcher` is not set, so accelerate uses `{launcher}` ({at('acc.launcher')}). "
+    )
+    unset_zh = (
+        ""
+        if written
+        else f"没有设 `deepspeed_multinode_launcher`，accelerate 就用 `{launcher}`（{at('acc.launcher')}）。"
+    )
     c.add(
-        "num_machines",
-        f"With `num_machines: {n}` and the `{launcher}` launcher, accelerate starts DeepSpeed's runner from this machine "
+        path,
+        f"{unset}With `num_machines: {n}` and the `{launcher}` launcher, accelerate starts DeepSpeed's runner from this machine "
         f"with `--hostfile {{deepspeed_hostfile}}` ({at('acc.hostfile')}), and there is no `deepspeed_hostfile`: the "
         f'runner gets `--hostfile None`, finds no such file, logs "Unable to find hostfile, will proceed with training '
         f'with local resources only" ({at("ds.no_hostfile")}) and launches on this machine alone '
         f"({at('ds.local_only')}); the other machines never join.",
         "add `deepspeed_hostfile: /path/to/hostfile` (lines `host slots=N`) under `deepspeed_config`, or pass "
         "--deepspeed_hostfile; or use `deepspeed_multinode_launcher: standard` and start accelerate on every machine",
-        f"`num_machines: {n}` 加上 `{launcher}` launcher 时，accelerate 在这台机器上用 `--hostfile {{deepspeed_hostfile}}` "
+        f"{unset_zh}`num_machines: {n}` 加上 `{launcher}` launcher 时，accelerate 在这台机器上用 `--hostfile {{deepspeed_hostfile}}` "
         f"启动 DeepSpeed 的 runner（{at('acc.hostfile')}），而这里没有 `deepspeed_hostfile`：runner 拿到的是 "
         f'`--hostfile None`，找不到这个文件，打一句 "Unable to find hostfile, will proceed with training with local '
         f'resources only"（{at("ds.no_hostfile")}），然后只在本机启动（{at("ds.local_only")}），其他机器根本不会加入。',

@@ -597,3 +597,108 @@ def kb059(c: Ctx) -> None:
         "把 `distributed_type` 改成 `DEEPSPEED`（或在启动命令里加 `--use_deepspeed`），要么删掉这个块"
         "（它现在本来就没被用到，删了不会有任何变化）",
     )
+
+
+# the switch that turns ZeRO's refusal of an optimizer it has not tested into a warning, and what ZeRO then does with
+# that optimizer (deepspeed 0.19.8, transformers 5.24.0); tests/test_lint_oracle_sites.py checks each line and runs
+# the rule's cases through deepspeed.initialize on CPU
+CODE_LINES |= {
+    "zero_test": ("deepspeed/runtime/engine.py:2298", "if not is_zero_supported_optimizer(basic_optimizer):"),
+    "zero_warn": (
+        "deepspeed/runtime/engine.py:2304",
+        'logger.warning("**** You are using ZeRO with an untested optimizer, proceed with caution *****")',
+    ),
+    "zero_list": ("deepspeed/runtime/zero/utils.py:45", "ZERO_SUPPORTED_OPTIMIZERS = ["),
+    "zero_type": ("deepspeed/runtime/zero/utils.py:77", "return type(optimizer) in ZERO_SUPPORTED_OPTIMIZERS"),
+    "flat_12": (
+        "deepspeed/runtime/zero/stage_1_and_2.py:584",
+        "param_group['params'] = [self.single_partition_of_fp32_groups[i]]",
+    ),
+    "flat_3": ("deepspeed/runtime/zero/stage3.py:1235", "def _optimizer_step(self, sub_group_id):"),
+    "hf_sets": ("transformers/integrations/deepspeed.py:589", 'config["zero_allow_untested_optimizer"] = True'),
+}
+
+
+def _has_auto(v: Any) -> bool:
+    """An "auto" anywhere: the file is written for the HF Trainer / accelerate, which fill it."""
+    if isinstance(v, dict):
+        return any(_has_auto(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_has_auto(x) for x in v)
+    return v == "auto"
+
+
+@rule(
+    "KB060",
+    "zero-untested-optimizer-allowed",
+    "warning",
+    None,
+    views=("deepspeed",),
+    summary="`zero_allow_untested_optimizer: true` with ZeRO and no `optimizer` section in a config for plain "
+    '`deepspeed.initialize` (no `"auto"`): the script\'s own optimizer runs under ZeRO whatever its class',
+    effect="ZeRO's refusal of an optimizer class it has not tested becomes a warning; ZeRO hands the optimizer flat "
+    "fp32 partitions, so one that looks at each tensor as a whole (LAMB / LARS trust ratios, Adafactor) sees a "
+    "partition instead (shown in `tests/test_lint_oracle_sites.py`)",
+    bad=[
+        Case(
+            _ds({"zero_optimization": {"stage": 1}, "zero_allow_untested_optimizer": True}),
+            "the script's optimizer (DeepSpeed issue 1217: apex LAMB) let through at stage 1",
+        ),
+        Case(
+            _ds({"zero_optimization": {"stage": 3}, "zero_allow_untested_optimizer": True}),
+            "stage 3",
+        ),
+    ],
+    ok=[
+        Case(
+            _ds(
+                {
+                    "zero_optimization": {"stage": 1},
+                    "zero_allow_untested_optimizer": True,
+                    "optimizer": {"type": "AdamW"},
+                }
+            ),
+            "DeepSpeed builds the optimizer the config names (an untested `optimizer.type` is KB071's)",
+        ),
+        Case(
+            {
+                "train_micro_batch_size_per_gpu": "auto",
+                "zero_optimization": {"stage": 2},
+                "zero_allow_untested_optimizer": True,
+            },
+            "a config for the HF Trainer, which sets the switch itself",
+        ),
+        Case(_ds({"zero_optimization": {"stage": 0}, "zero_allow_untested_optimizer": True}), "no ZeRO"),
+        Case(_ds({"zero_optimization": {"stage": 2}}), "no switch: an untested optimizer is refused"),
+    ],
+)
+def kb060(c: Ctx) -> None:
+    if c.stage < 1 or not c.data.get("zero_allow_untested_optimizer") or "optimizer" in c.data:
+        return  # tested for truth as DeepSpeed tests it (engine.py's assert); an `optimizer` section: KB071
+    if c.hf or _has_auto(c.data):
+        return  # the HF Trainer sets the switch itself when the config names no optimizer: it changes nothing there
+    w = {k: v[0] for k, v in CODE_LINES.items()}
+    c.add(
+        c.prefix + "zero_allow_untested_optimizer",
+        f"With ZeRO stage {c.stage} and no `optimizer` section, the optimizer is the one the script passes to "
+        f"deepspeed.initialize. ZeRO runs only the classes it lists as tested ({w['zero_list']}, an exact type test at "
+        f"{w['zero_type']}, made at {w['zero_test']}) and refuses any other; `zero_allow_untested_optimizer: true` "
+        f"turns that refusal into a warning ({w['zero_warn']}), so any optimizer runs. ZeRO hands it one flat fp32 "
+        f"partition per parameter group in place of the model's tensors ({w['flat_12']}; ZeRO-3: {w['flat_3']}): an "
+        "optimizer that looks at each tensor as a whole, such as LAMB's or LARS's layer-wise trust ratio (one norm "
+        "per tensor) or Adafactor's factored second moment (for 2-D tensors), sees one flat 1-D partition instead "
+        "and trains differently than it would without ZeRO. (Under the HF Trainer the switch changes nothing: with no "
+        f"`optimizer` section the Trainer sets it itself, {w['hf_sets']}.)",
+        'name an optimizer ZeRO is tested with in the config (`"optimizer": {"type": "AdamW", ...}`); keep '
+        "the switch only for an optimizer that updates each element on its own (SGD, Adam-like)",
+        f"ZeRO stage {c.stage}、配置里又没有 `optimizer` 段时，优化器是脚本传给 deepspeed.initialize 的那个。ZeRO "
+        f"只运行它列为已测试的类（{w['zero_list']}，{w['zero_type']} 按类型精确比较，检查在 {w['zero_test']}），"
+        f"其他的一律拒绝；`zero_allow_untested_optimizer: true` 把这个拒绝变成一条 warning（{w['zero_warn']}），"
+        f"于是什么优化器都能跑。ZeRO 交给它的是每个参数组一块扁平的 fp32 分片，而不是模型原来的张量"
+        f"（{w['flat_12']}；ZeRO-3：{w['flat_3']}）：把每个张量当作整体来看的优化器，比如 LAMB / LARS 的逐层 "
+        "trust ratio（每个张量一个范数）、Adafactor 的分解二阶矩（针对二维张量），看到的只是一块扁平的一维分片，"
+        "训练结果和不用 ZeRO 时不一样。（在 HF Trainer 下这个开关写不写都一样：配置里没有 `optimizer` 段时 Trainer "
+        f"会自己把它打开，{w['hf_sets']}。）",
+        '在配置里写一个 ZeRO 测试过的优化器（`"optimizer": {"type": "AdamW", ...}`）；只有逐元素更新的优化器'
+        "（SGD、Adam 一类）才保留这个开关",
+    )
