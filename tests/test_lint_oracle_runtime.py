@@ -25,8 +25,6 @@ import importlib.util
 import inspect
 import json
 import logging
-import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -41,6 +39,7 @@ import yaml
 from kb.doctor.configs import parse_config
 from kb.doctor.lint import RULES
 from kb.doctor.rules import runtime as R
+from tests.ds_dist import cpu_process_group
 
 deepspeed = pytest.importorskip("deepspeed")
 import torch  # noqa: E402
@@ -357,34 +356,9 @@ def test_kb074_scheduler_params(registry, tmp_path, kind, i, case):
 
 @pytest.fixture(scope="module")
 def dist():
-    """One CPU process group for deepspeed.initialize; torn down after this module (as tests/test_lint_oracle_types.py)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
-    comm_torch = importlib.import_module("deepspeed.comm.torch")
-    _forget_groups()  # groups another test module's process group left in deepspeed.utils.groups
-    with mock.patch.dict(os.environ, env), mock.patch.object(comm_torch, "build_shm_op", lambda: None):
+    """One CPU process group for deepspeed.initialize, torn down after this module (tests/ds_dist.py)."""
+    with cpu_process_group():
         yield
-        import deepspeed.comm.comm as ds_comm_state
-
-        if torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
-        ds_comm_state.cdb = None
-        _forget_groups()
-
-
-def _forget_groups():
-    """deepspeed.utils.groups caches the process groups it made (its module-level `_..._GROUP` names); once a
-    test module destroys its process group they are stale, and the next deepspeed.initialize would use them."""
-    from deepspeed.utils import groups
-
-    for name, value in list(vars(groups).items()):
-        if name.startswith("_") and name.endswith(("_GROUP", "_GROUP_RANKS")):
-            if isinstance(value, dict):
-                value.clear()
-            else:
-                setattr(groups, name, None)
 
 
 def _no_sync(stage):
@@ -593,6 +567,7 @@ print("RESULT" + json.dumps(out))
 AX_RUNNER = r"""
 import json, sys
 from axolotl.utils.schemas.config import AxolotlInputConfig
+
 out = []
 for data in json.loads(sys.stdin.read()):
     try:

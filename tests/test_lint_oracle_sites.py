@@ -24,6 +24,7 @@ from indexer import registry_sites as rs
 from kb.doctor.configs import parse_config
 from kb.doctor.lint import RULES
 from kb.doctor.rules import sites as srules
+from tests.ds_dist import cpu_process_group
 
 deepspeed = pytest.importorskip("deepspeed")
 from deepspeed.runtime.config import DeepSpeedConfig  # noqa: E402
@@ -191,39 +192,9 @@ def test_deepspeed_block_is_not_read_by_other_distributed_types(registry, tmp_pa
 
 @pytest.fixture(scope="module")
 def dist():
-    """One CPU process group for deepspeed.initialize; torn down after this module (as tests/test_lint_oracle_types.py)."""
-    import importlib
-    import socket
-
-    import torch
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
-    comm_torch = importlib.import_module("deepspeed.comm.torch")
-    _forget_groups()  # groups another test module's process group left in deepspeed.utils.groups
-    with mock.patch.dict(os.environ, env), mock.patch.object(comm_torch, "build_shm_op", lambda: None):
+    """One CPU process group for deepspeed.initialize, torn down after this module (tests/ds_dist.py)."""
+    with cpu_process_group():
         yield
-        import deepspeed.comm.comm as ds_comm_state
-
-        if torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
-        ds_comm_state.cdb = None
-        _forget_groups()
-
-
-def _forget_groups():
-    """deepspeed.utils.groups caches the process groups it made (its module-level `_..._GROUP` names); once a
-    test module destroys its process group they are stale, and the next deepspeed.initialize would use them."""
-    from deepspeed.utils import groups
-
-    for name, value in list(vars(groups).items()):
-        if name.startswith("_") and name.endswith(("_GROUP", "_GROUP_RANKS")):
-            if isinstance(value, dict):
-                value.clear()
-            else:
-                setattr(groups, name, None)
 
 
 class _PerTensorNorm:
