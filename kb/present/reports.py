@@ -27,11 +27,17 @@ def lint(r: LintReport) -> str:
     out = [lb["lint_head"].format(name=r.file, kind=r.config_kind, fmt=r.config_format, n=len(r.findings))]
     if r.versions:
         sep = "；" if r.lang == "zh" else "; "
+        zh = r.lang == "zh"
         parts = [
-            f"{v.package} {v.version}" + (f" ({lb['lint_assumed']}: {v.reason})" if v.origin == "assumed" else "")
+            f"{v.package} {v.version}"
+            + (
+                (f"（{lb['lint_assumed']}：{v.reason}）" if zh else f" ({lb['lint_assumed']}: {v.reason})")
+                if v.origin == "assumed"
+                else ""
+            )
             for v in r.versions
         ]
-        out.append(f"{r.file}: {lb['lint_versions']}: {sep.join(parts)}")
+        out.append(f"{r.file}{'：' if zh else ': '}{lb['lint_versions']}{'：' if zh else ': '}{sep.join(parts)}")
     for f in r.findings:
         loc = f"{r.file}:{f.line}" if f.line else r.file
         out.append(f"{loc}: {f.code} {f.severity} {f.path}: {f.message}")
