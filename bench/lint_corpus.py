@@ -79,7 +79,12 @@ def lint_item(item: dict[str, Any], registry, default_view: bool = False) -> dic
         return out
     try:
         judged = lint_file(cfg, registry, pins)  # as `kb lint` does: its dialect, the versions its front end needs
-        findings = judged.findings
+        findings = list(judged.findings)
+        if item.get("with"):  # `kb lint FILE --with OTHER`: what the two files of one thread get together
+            from kb.doctor.judge import cross_findings
+
+            other = parse_config((CORPUS / item["with"]).read_text(encoding="utf-8"), item["with"])
+            findings += cross_findings(cfg, other, registry, pins)
     except Exception as e:  # noqa: BLE001
         out.update(
             status="crash", error=f"{type(e).__name__}: {e}", trace=traceback.format_exc(), findings=[], kind=cfg.kind

@@ -630,6 +630,14 @@ GPU_MEM = _spec_option("gpu_mem")
 
 @main.command()
 @click.argument("file", metavar="FILE|-")
+@click.option(
+    "--with",
+    "with_file",
+    default=None,
+    metavar="OTHER",
+    help="The DeepSpeed config FILE hands the HF Trainer (or the launch line / TrainingArguments file that hands it "
+    "FILE): also report what the two get together, e.g. a DeepSpeed value that mismatches the arguments (KB047).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the LintReport as JSON (docs/answer.md).")
 @click.option("--world-size", type=click.IntRange(1), default=None, help="Total GPUs (checks batch arithmetic).")
 @click.option("--model", "model", default=None, help="Model size, e.g. 7b (checks whether model states fit).")
@@ -638,6 +646,7 @@ GPU_MEM = _spec_option("gpu_mem")
 @VERSIONS
 def lint(
     file: str,
+    with_file: str | None,
     as_json: bool,
     world_size: int | None,
     model: str | None,
@@ -667,7 +676,18 @@ def lint(
         model_params=_model_params(model),
         gpu_mem_gib=gpu_mem,
     )
-    report = lint_report(name, judged.kind, cfg.fmt, judged.findings, lang, judged.versions)
+    findings = list(judged.findings)
+    if with_file:
+        from kb.doctor.judge import cross_findings
+
+        other_text, other_name = _read_input(with_file, MAX_CONFIG_BYTES, "config")
+        try:
+            other = parse_config(other_text, other_name)
+        except ConfigError as e:
+            raise KbError(str(e), "config") from None
+        findings += cross_findings(cfg, other, _registry(), _versions(versions_arg))
+        findings.sort(key=lambda f: (f.line or 0, f.path, f.code))
+    report = lint_report(name, judged.kind, cfg.fmt, findings, lang, judged.versions)
     if as_json:
         _echo_json(report.to_dict(), indent=2)
     else:

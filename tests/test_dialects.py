@@ -160,3 +160,39 @@ def test_shipped_llamafactory_examples_have_no_front_end_error(registry, name):
 
 def test_the_rule_module_is_this_files():
     assert "kb/doctor/rules/dialects.py" in Path(__file__).read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- two files of one run: kb lint FILE --with OTHER
+
+LAUNCH = "deepspeed train.py \\\n  --deepspeed ds.json \\\n  --output_dir out \\\n  --per_device_train_batch_size 2\n"
+DS = '{\n  "train_micro_batch_size_per_gpu": 16,\n  "zero_optimization": {"stage": 2}\n}\n'
+
+
+def test_a_launch_line_and_its_deepspeed_config_are_linted_together(registry):
+    from kb.doctor.judge import cross_findings
+
+    launch, ds = parse_config(LAUNCH, "run.sh"), parse_config(DS, "ds.json")
+    assert not [f for f in lint_file(launch, registry).findings if f.code == "KB047"]  # neither file alone says it
+    assert not [f for f in lint_file(ds, registry).findings if f.code == "KB047"]
+    (f,) = [f for f in cross_findings(launch, ds, registry) if f.code == "KB047"]
+    assert f.path == "script_args.deepspeed" and f.line == 2 and "16" in f.message and "= 2" in f.message
+    (g,) = [f for f in cross_findings(ds, launch, registry) if f.code == "KB047"]
+    assert g.path == "train_micro_batch_size_per_gpu" and g.line == 2
+    same = parse_config(LAUNCH.replace("size 2", "size 16"), "run.sh")
+    assert not [f for f in cross_findings(same, ds, registry) if f.code == "KB047"]
+
+
+def test_kb_lint_with(tmp_path, cli_env):
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    (tmp_path / "run.sh").write_text(LAUNCH)
+    (tmp_path / "ds.json").write_text(DS)
+    r = CliRunner().invoke(main, ["lint", str(tmp_path / "run.sh"), "--with", str(tmp_path / "ds.json"), "--json"])
+    assert r.exit_code == 1, r.output
+    import json
+
+    assert [f["code"] for f in json.loads(r.output)["findings"]].count("KB047") == 1
+    r = CliRunner().invoke(main, ["lint", str(tmp_path / "run.sh"), "--with", str(tmp_path / "missing.json")])
+    assert r.exit_code == 2 and "missing.json" in r.output

@@ -318,6 +318,18 @@ def check_kb046(case, kind, registry, tmp_path):
         assert f"- ds {leaf(f.path)}=" in str(err)
 
 
+def check_kb047(case, kind, registry, tmp_path):
+    """The Trainer's own two passes refuse the bad cases with its mismatch error and accept the ok ones."""
+    _, err = hf_process(yaml.safe_load(case.config), tmp_path)
+    if kind == "ok":
+        assert err is None, err
+        return
+    assert isinstance(err, ValueError) and "mismatch TrainingArguments" in str(err), err
+    assert _where(err) == (T.HF_DS, T.HF_RAISE_LINE)
+    for f in findings(case, registry, "KB047"):
+        assert f"- ds {leaf(f.path)}=" in str(err)
+
+
 CHECKS = {code: globals()[f"check_{code.lower()}"] for code in CODES}
 CASES = [
     (code, kind, i)

@@ -521,6 +521,11 @@ def deepspeed_setting(cfg: ParsedConfig) -> Any:
     return cfg.data.get("deepspeed") if cfg.kind != "deepspeed" else None
 
 
+def with_deepspeed(args: dict[str, Any], ds: dict[str, Any]) -> dict[str, Any]:
+    """TrainingArguments-style ``args`` with their ``deepspeed`` file replaced by its contents (``kb lint --with``)."""
+    return {**args, "deepspeed": ds}
+
+
 def deepspeed_block(cfg: ParsedConfig) -> tuple[dict[str, Any] | None, str]:
     """The DeepSpeed JSON a config carries, and where it sits (a dotted prefix for messages).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kb.doctor.configs import ParsedConfig
+from kb.doctor.configs import ParsedConfig, deepspeed_setting, with_deepspeed
 from kb.doctor.dialect import AssumedVersion, assumed_versions, detect, view_for
 from kb.doctor.lint import Finding, lint_config
 from kb.memory.card import DEFAULT_GPU_MEM_GIB
@@ -49,3 +49,63 @@ def lint_file(
         gpu_mem_gib=DEFAULT_GPU_MEM_GIB if gpu_mem_gib is None else gpu_mem_gib,
     )
     return Judged(findings, cfg.dialect or cfg.kind, versions, view)
+
+
+def compose(primary: ParsedConfig, other: ParsedConfig) -> tuple[ParsedConfig, str] | None:
+    """The one configuration two files make together, when one is the DeepSpeed config the other hands the HF Trainer
+    (a launch line's ``--deepspeed ds.json``, a TrainingArguments / LLaMA-Factory file's ``deepspeed: ds.json``), and
+    which side ``primary`` is ("args": the arguments file, "ds": the DeepSpeed config); None otherwise."""
+    if primary.kind == "deepspeed" and other.kind != "deepspeed":
+        made = compose(other, primary)
+        return (made[0], "ds") if made else None
+    if other.kind != "deepspeed":
+        return None
+    if primary.kind == "launch":
+        args = dict(primary.data.get("script_args") or {})
+        if "deepspeed" not in args:
+            return None
+        lines = {k.removeprefix("script_args."): v for k, v in primary.lines.items() if k.startswith("script_args.")}
+    elif primary.kind == "training_args" and isinstance(deepspeed_setting(primary), str):
+        args, lines = dict(primary.data), dict(primary.lines)
+    else:
+        return None
+    args = with_deepspeed(args, other.data)
+    lines.update({f"deepspeed.{k}": v for k, v in other.lines.items()})
+    return ParsedConfig("training_args", args, f"{primary.source} + {other.source}", primary.fmt, lines), "args"
+
+
+def cross_findings(
+    primary: ParsedConfig, other: ParsedConfig, registry: Registry, given: dict[str, str] | None = None
+) -> list[Finding]:
+    """What two files get together and neither gets alone (``kb lint FILE --with OTHER``): e.g. a DeepSpeed value the
+    HF Trainer compares with the launch line's arguments (KB047). Paths are the primary file's own: a launch line's
+    arguments under ``script_args.``, the DeepSpeed config's keys under ``deepspeed.`` (or bare when the primary is
+    the DeepSpeed config)."""
+    made = compose(primary, other)
+    if made is None:
+        return []
+    both, side = made
+    together = lint_file(both, registry, given).findings
+    alone = {(f.code, f.path) for f in lint_file(other if side == "args" else primary, registry, given).findings}
+    args_file = primary if side == "args" else other
+    out: list[Finding] = []
+    for f in together:
+        ds_key = f.path.startswith("deepspeed.")
+        if (f.code, f.path.removeprefix("deepspeed.")) in alone and ds_key:
+            continue  # the DeepSpeed config's own finding, not one of the pair
+        if not ds_key and side == "args" and f.code in {x.code for x in lint_file(args_file, registry, given).findings}:
+            continue
+        path = f.path
+        if side == "ds":
+            if not ds_key:
+                continue  # a finding on the other file's arguments belongs to that file's report
+            path = f.path.removeprefix("deepspeed.")
+        elif ds_key:  # on the arguments file: at the argument that hands the Trainer that DeepSpeed config
+            path = "script_args.deepspeed" if args_file.kind == "launch" else "deepspeed"
+        elif args_file.kind == "launch":
+            path = f"script_args.{f.path}"
+        line = primary.line(path)
+        out.append(
+            Finding(f.code, f.severity, path, line, f.message, f.suggestion, f.entry, f.message_zh, f.suggestion_zh)
+        )
+    return out

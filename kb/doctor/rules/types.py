@@ -527,3 +527,112 @@ def kb046(c: Ctx) -> None:
             f"（mismatch TrainingArguments，{_at(HF_DS, HF_RAISE_LINE)}）。",
             '写 "auto"（让 Trainer 来填），或者去掉引号写具体值',
         )
+
+
+# ---------------------------------------------------------------- KB047: an explicit ds value the Trainer compares
+
+
+def _walk_path(d: dict[str, Any], path: str) -> Any:
+    cur: Any = d
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _as_number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if quoted_number(v):
+        return float(v)
+    return None
+
+
+def _ta_value(c: Ctx, field: str) -> tuple[Any, str]:
+    """(value, where it comes from) of a TrainingArguments field for this file: written in it, else its default at
+    the release judged (the registry's record)."""
+    if field in c.cfg.data:
+        return c.cfg.data[field], "set"
+    rec = c.reg.get(f"transformers:TrainingArguments.{field}")
+    if rec is None or rec.get("default") in (None, "null"):
+        return None, "unknown"
+    import json
+
+    try:
+        return json.loads(rec["default"]), "default"
+    except ValueError:
+        return None, "unknown"
+
+
+@rule(
+    "KB047",
+    "hf-trainer-value-mismatch",
+    "error",
+    "auto-values-outside-trainer",
+    views=("deepspeed",),
+    summary="a DeepSpeed value the HF Trainer compares with TrainingArguments, written explicitly and different "
+    "from the TrainingArguments value (or its default)",
+    effect='the Trainer raises ValueError "Please correct the following DeepSpeed config values that mismatch '
+    'TrainingArguments values" (transformers integrations/deepspeed.py fill_match / trainer_config_finalize)',
+    bad=[
+        Case(
+            "output_dir: out\nper_device_train_batch_size: 2\ndeepspeed:\n  train_micro_batch_size_per_gpu: 16\n",
+            "micro batch 16 in the ds config, 2 in TrainingArguments",
+        ),
+        Case(
+            "output_dir: out\ndeepspeed:\n  gradient_accumulation_steps: 8\n",
+            "accumulation 8 in the ds config, TrainingArguments' default 1",
+        ),
+    ],
+    ok=[
+        Case(
+            "output_dir: out\nper_device_train_batch_size: 16\ndeepspeed:\n  train_micro_batch_size_per_gpu: 16\n",
+            "the same value",
+        ),
+        Case(
+            "output_dir: out\nper_device_train_batch_size: 2\ndeepspeed:\n  train_micro_batch_size_per_gpu: auto\n",
+            "auto",
+        ),
+        Case(
+            "output_dir: out\nauto_find_batch_size: true\ndeepspeed:\n  train_micro_batch_size_per_gpu: 16\n",
+            "auto_find_batch_size: the Trainer fills it without comparing",
+        ),
+    ],
+    validity=True,
+)
+def kb047(c: Ctx) -> None:
+    if not c.hf:
+        return  # only a file the HF Trainer reads (TrainingArguments with its deepspeed config)
+    for path, recs in sorted(c.reg.mappings.items()):
+        for m in recs:
+            if m.get("front_end") != "training_args" or m.get("transform") is not None:
+                continue  # a value computed from several fields (betas, train_batch_size, precision) is not compared 1:1
+            cond = m.get("must_match")
+            if cond is not True and not (
+                cond == "not auto_find_batch_size" and not c.cfg.data.get("auto_find_batch_size")
+            ):
+                continue
+            ds_value = _walk_path(c.data, path)
+            if ds_value is None or ds_value == "auto" or isinstance(ds_value, (dict, list)):
+                continue
+            ta, origin = _ta_value(c, m["front_name"])
+            a, b = _as_number(ds_value), _as_number(ta)
+            if a is None or b is None or abs(a - b) <= 1e-12 * max(1.0, abs(b)):
+                continue
+            src = f"{m['source_file']}:{m['source_line']}"
+            said = "sets" if origin == "set" else "leaves at its default"
+            said_zh = "设成了" if origin == "set" else "用的是默认值"
+            c.add(
+                c.prefix + path,
+                f"`{path}` is {ds_value} in the DeepSpeed config but TrainingArguments {said} `{m['front_name']}` = {ta}: "
+                f"the HF Trainer compares the two ({src}) and raises ValueError (Please correct the following "
+                "DeepSpeed config values that mismatch TrainingArguments values).",
+                f'set `{path}` to "auto" (the Trainer then copies `{m["front_name"]}`), or make the two equal',
+                f"DeepSpeed 配置里 `{path}` 是 {ds_value}，但 TrainingArguments {said_zh} `{m['front_name']}` = {ta}："
+                f"HF Trainer 会比较两者（{src}），不一致就报 ValueError（Please correct the following DeepSpeed config "
+                "values that mismatch TrainingArguments values）。",
+                f'把 `{path}` 写成 "auto"（Trainer 会用 `{m["front_name"]}` 的值填入），或让两者一致',
+            )
