@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kb import contract as C
 from kb.ask import rank
-from kb.ask.facts import PREFIX, fact_result, registry_facts
+from kb.ask.facts import PREFIX, fact_result, package_named, registry_facts
 from kb.ask.names import judge_names
 from kb.ask.question import MAX_QUERY_CHARS, QueryError, Question, read_question
 from kb.ask.result import entry_result
@@ -183,8 +183,7 @@ def _anchors(name: str, text: str, view: Registry) -> bool:
     recs = view.by_name.get(leaf, [])
     if not recs or any(not r.get("from_timeline") for r in recs):
         return True
-    low = text.lower()
-    return any(r["package"] in low or r["package"].replace("-", "") in low for r in recs)
+    return any(package_named(r["package"], text) for r in recs)
 
 
 __all__ = ["ConfigError", "Engine", "IndexCorrupt", "IndexMissing", "IndexStale", "QueryError", "entry_result"]

@@ -121,14 +121,22 @@ def _aim(r: Record, text: str) -> int:
     (``DPOTrainer`` for DPOConfig's field) or the stem as a word (``GRPO``), 1 its package named, 0 nothing."""
     owners = [r["path"].split(".", 1)[0], *(r.get("owners") or [])] if "." in r["path"] else []
     words = set(_WORD.findall(text))
-    lower = {w.lower() for w in words}
     if any(o in words for o in owners):
         return 3
     stems = {_stem(o) for o in owners if len(_stem(o)) >= 2}
     if any(_stem(w) in stems for w in words if w[:1].isupper()):
         return 2
-    pkg = r["package"].lower()
-    return 1 if pkg in lower or pkg.replace("-", "") in lower or pkg in text.lower() else 0
+    return 1 if package_named(r["package"], text) else 0
+
+
+def package_named(package: str, text: str) -> bool:
+    """Does ``text`` name ``package``, by its name or a spelling users write (kb.registry.versions.ALIASES: "swift"
+    for ms-swift, "llama-factory" for llamafactory)?"""
+    from kb.registry.versions import ALIASES
+
+    low = text.lower()
+    names = {package, package.replace("-", ""), *(a for a, p in ALIASES.items() if p == package and len(a) > 2)}
+    return any(re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", low) for n in names)
 
 
 def _option(rec: Record, text: str, base: Registry, view: Registry) -> Fact | None:

@@ -328,6 +328,8 @@ class Registry:
         """``_view`` for a record its package's timeline covers: present or absent at the user's exact minor
         release; the values are those of the nearest sampled release that has it."""
         pkg = r["package"]
+        if not self.pins.get(pkg) and not self.exact.get(pkg) and r["releases"][-1] == self.newest[pkg]:
+            return r  # the default view of a name the newest (sampled, authoritative) release has: nothing to work out
         rel = self.exact.get(pkg) or self.pins.get(pkg) or self.newest[pkg]
         grid = dict(self.presence(r["id"]))
         has = grid.get(rel)
