@@ -521,7 +521,10 @@ def answer_layout(answer: Any, platform: Platform, ask_id: str | None = None, si
         rs = [s for s in secs if s.result == n]
         if rs:
             cards.append(w.result(rs, r, len(cards), first=n == 1, n=n))
-    top = results[0]["id"] if results else (a.get("closest") or [{"id": ""}])[0]["id"]
+    # the entry `kb show` completes: the first curated one (a registry fact has no entry to show)
+    entries = [r for r in results if r.get("kind", "entry") == "entry"]
+    closest = [c for c in a.get("closest") or [] if not str(c["id"]).startswith("registry:")]
+    top = entries[0]["id"] if entries else "" if results else (closest or [{"id": ""}])[0]["id"]
     title = results[0]["title"] if a.get("answered") and results else msg(lang, "no_answer")
     return Layout(
         lang,

@@ -58,4 +58,6 @@ def entry_url(site_base_url: str, lang: str, entry_id: str) -> str | None:
     base = (site_base_url or "").strip().rstrip("/")
     if not base or urlsplit(base).scheme not in ("http", "https"):
         return None
+    if entry_id.startswith("registry:"):
+        return None  # a fact from the registry's release history (Result.kind "registry") has no page
     return f"{base}/{'zh' if lang == 'zh' else 'en'}/{quote(entry_id, safe='')}/"
