@@ -664,30 +664,23 @@ def lint(
     from kb.present import reports
 
     text, name = _read_input(file, MAX_CONFIG_BYTES, "config")
+    other = None
     try:
         cfg = parse_config(text, name)
+        if with_file:
+            other = parse_config(*_read_input(with_file, MAX_CONFIG_BYTES, "config"))
     except ConfigError as e:
         raise KbError(str(e), "config") from None
     judged = lint_file(
         cfg,
         _registry(),
         _versions(versions_arg),
+        with_cfg=other,
         world_size=world_size,
         model_params=_model_params(model),
         gpu_mem_gib=gpu_mem,
     )
-    findings = list(judged.findings)
-    if with_file:
-        from kb.doctor.judge import cross_findings
-
-        other_text, other_name = _read_input(with_file, MAX_CONFIG_BYTES, "config")
-        try:
-            other = parse_config(other_text, other_name)
-        except ConfigError as e:
-            raise KbError(str(e), "config") from None
-        findings += cross_findings(cfg, other, _registry(), _versions(versions_arg))
-        findings.sort(key=lambda f: (f.line or 0, f.path, f.code))
-    report = lint_report(name, judged.kind, cfg.fmt, findings, lang, judged.versions)
+    report = lint_report(name, judged.kind, cfg.fmt, judged.findings, lang, judged.versions)
     if as_json:
         _echo_json(report.to_dict(), indent=2)
     else:
@@ -1120,7 +1113,7 @@ def registry_lookup(name: str, context: str | None, version: tuple[str, ...], as
     lk = reg.resolve(name, context=context)
     history = reg.timeline(lk.record["id"]) if lk.record else []
     spellings = reg.spellings(lk.record["id"]) if lk.record else []
-    releases = _release_history(reg, lk.record["id"]) if lk.record else None
+    releases = reg.release_history(lk.record["id"]) if lk.record else None
     if releases and lk.record and lk.record.get("from_timeline"):
         history = []  # a record only a timeline has: its life is the timeline's (source lines are the newest's only)
     judged = {**reg.pins, **reg.exact}
@@ -1138,26 +1131,6 @@ def registry_lookup(name: str, context: str | None, version: tuple[str, ...], as
             reports.lookup(name, {**lk.to_dict(), "records": records}, history, spellings, judged, releases), nl=False
         )
     sys.exit(1 if lk.status == "unknown" else 0)
-
-
-def _release_history(reg: Any, rid: str) -> dict[str, Any] | None:
-    """A name's life over every minor release its package's timeline reads (None: no timeline covers it)."""
-    rec = reg.get(rid)
-    tl = reg.timelines.get(rec["package"]) if rec else None
-    if tl is None or rid not in tl.names:
-        return None
-    span = reg.span(rid)
-    return {
-        "package": tl.package,
-        "window": [tl.releases[0], tl.releases[-1]],
-        "minors": len(tl.releases),
-        "first": span[0] if span else None,
-        "last": span[1] if span else None,
-        "removed_in": reg.removed_in(rid),
-        "first_default": tl.default_at(rid, span[0])[1] if span and span[0] in tl.releases else None,
-        "spans": [list(s) for s in tl.names[rid].spans],
-        "events": tl.history(rid),
-    }
 
 
 @registry.command("add")

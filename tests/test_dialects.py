@@ -158,10 +158,6 @@ def test_shipped_llamafactory_examples_have_no_front_end_error(registry, name):
     assert not [f for f in judged.findings if f.code in ("KB090", "KB091")], judged.findings
 
 
-def test_the_rule_module_is_this_files():
-    assert "kb/doctor/rules/dialects.py" in Path(__file__).read_text(encoding="utf-8")
-
-
 # ---------------------------------------------------------------- two files of one run: kb lint FILE --with OTHER
 
 LAUNCH = "deepspeed train.py \\\n  --deepspeed ds.json \\\n  --output_dir out \\\n  --per_device_train_batch_size 2\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kb import contract as C
 from kb.ask import rank
-from kb.ask.facts import PREFIX, fact_result, package_named, registry_facts
+from kb.ask.facts import PREFIX, fact_result, registry_facts
 from kb.ask.names import judge_names
 from kb.ask.question import MAX_QUERY_CHARS, QueryError, Question, read_question
 from kb.ask.result import entry_result
@@ -112,10 +112,10 @@ class Engine:
                 memory = memory_contract(estimate_with_changes(setup[0]), lang, setup[1])
         notes_on_names, resolved = judge_names(q.param_names, q.text, q.is_log, view, lang)
         # a name only a front end has says something only to a question about that front end (see _anchors)
-        notes.extend(n for n in notes_on_names if n.name is None or _anchors(n.name, q.text, view))
+        notes.extend(n for n in notes_on_names if n.name is None or rank.anchors(n.name, q.text, view))
         found = self.retriever.search(q, query_params=resolved, extra=list(pointed))
         entries = self.index.entries
-        anchors = [n for n in resolved if _anchors(n, q.text, view)]
+        anchors = [n for n in resolved if rank.anchors(n, q.text, view)]
         ctx = rank.Context(q, entries, facts, pointed, named=bool(anchors), units=self.index.units)
         ranked = rank.score(found, ctx)
         # the registry's own answers (a name renamed / removed / added / deprecated), ranked with the entries
@@ -173,17 +173,6 @@ class Engine:
             versions=[C.VersionUsed(p.package, p.version, p.release, p.source, p.exact) for p in ps],
             front_end=q.front_end,
         )
-
-
-def _anchors(name: str, text: str, view: Registry) -> bool:
-    """Does a name the registry knows place the question in kb's field? A name of the libraries kb samples does; a
-    name only a front end's arguments have (``tensor_parallel_size`` is also vLLM's, ``device`` everyone's) only when
-    the question names that front end too."""
-    leaf = name.strip().lstrip("-").rsplit(".", 1)[-1]
-    recs = view.by_name.get(leaf, [])
-    if not recs or any(not r.get("from_timeline") for r in recs):
-        return True
-    return any(package_named(r["package"], text) for r in recs)
 
 
 __all__ = ["ConfigError", "Engine", "IndexCorrupt", "IndexMissing", "IndexStale", "QueryError", "entry_result"]

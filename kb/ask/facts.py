@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from kb import contract as C
-from kb.ask.rank import ANSWER_THRESHOLD, FINDING_BOOST, PARAM_BONUS, TITLE_NAME_BONUS
+from kb.ask.rank import ANSWER_THRESHOLD, FINDING_BOOST, LIFECYCLE, PARAM_BONUS, TITLE_NAME_BONUS, package_named
 from kb.ask.result import param_fact
 from kb.i18n import t
 from kb.registry.store import Record, Registry
@@ -43,18 +43,6 @@ MAX_FACTS = 2
 EVENT_ORDER = {"renamed": 0, "removed": 1, "option": 2, "added": 3, "deprecated": 4}
 PREFIX = "registry:"  # a registry result's id: "registry:<record id>"
 NAME_KINDS = ("field", "config_key", "config_section", "yaml_key", "kwarg", "cli_flag", "function", "class", "method")
-
-# How Python's and the packages' own errors and warnings speak of a name's lifecycle (TypeError for an unknown
-# keyword, HfArgumentParser's unused keys, pydantic's forbidden extras, deprecation warnings), and the plain words for
-# it in both languages. Written from those messages, not from any question kb is tested on.
-LIFECYCLE = re.compile(
-    r"unexpected keyword argument|got an unexpected|not used by the HfArgumentParser|Extra inputs are not permitted|"
-    r"cannot import name|remaining_argv|unrecognized arguments|\breplaced\b|\bdropped\b|"
-    r"has no attribute|no longer (?:supported|exists?|available)|\b(?:is|was|are|were|been) (?:deprecated|removed|renamed)\b|"
-    r"\bdeprecat\w*|\brenamed?\b|\bremoved\b|\bwhich version\b|\bsince (?:which|what) version\b|"
-    r"弃用|废弃|过时|改名|重命名|更名|移除|被删|删掉了|去掉了|去哪了|没有这个参数|不存在|不认|不支持.{0,6}参数|哪个版本|从哪.{0,4}版本",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -127,16 +115,6 @@ def _aim(r: Record, text: str) -> int:
     if any(_stem(w) in stems for w in words if w[:1].isupper()):
         return 2
     return 1 if package_named(r["package"], text) else 0
-
-
-def package_named(package: str, text: str) -> bool:
-    """Does ``text`` name ``package``, by its name or a spelling users write (kb.registry.versions.ALIASES: "swift"
-    for ms-swift, "llama-factory" for llamafactory)?"""
-    from kb.registry.versions import ALIASES
-
-    low = text.lower()
-    names = {package, package.replace("-", ""), *(a for a, p in ALIASES.items() if p == package and len(a) > 2)}
-    return any(re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", low) for n in names)
 
 
 def _option(rec: Record, text: str, base: Registry, view: Registry) -> Fact | None:

@@ -9,6 +9,10 @@ with what hit@1 / hit@3 and the off-topic declines do without it, from ``bench/r
           + signature + named parameter + name in title + config finding + conditions + phase not run
           then x no-anchor, x off-task (not for a matching signature)
 
+The registry's own answers (kb.ask.facts) are scored on the same scale from these constants and ``LIFECYCLE``
+(below), and a name only a front end's arguments have anchors a question only when it names that front end
+(``anchors``); both are here so that every word list and factor of the ranking stays in this one module.
+
 Then, once and last, on those calibrated scores (``select``): the gate (``ANSWER_THRESHOLD``: below it, no
 confident answer), the version mismatch (an entry whose ``applies_to`` excludes the user's versions is ordered as
 if its score were x ``VERSION_DEMOTE``, is marked, and keeps its calibrated score: it never turns an answer into
@@ -19,6 +23,7 @@ far below the best are noise, not alternatives).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -71,6 +76,40 @@ TRAINING_ANCHORS = word_tokens(
     # the libraries kb's entries cover besides the registry's packages (kernels, quantization, front ends)
     "flash flash_attn bitsandbytes liger apex trl llamafactory axolotl swift"
 )
+
+
+# How Python's and the packages' own errors and warnings speak of a name's lifecycle (TypeError for an unknown
+# keyword, HfArgumentParser's unused keys, pydantic's forbidden extras, deprecation warnings), and the plain words for
+# it in both languages. Written from those messages, not from any question kb is tested on.
+LIFECYCLE = re.compile(
+    r"unexpected keyword argument|got an unexpected|not used by the HfArgumentParser|Extra inputs are not permitted|"
+    r"cannot import name|remaining_argv|unrecognized arguments|\breplaced\b|\bdropped\b|"
+    r"has no attribute|no longer (?:supported|exists?|available)|\b(?:is|was|are|were|been) (?:deprecated|removed|renamed)\b|"
+    r"\bdeprecat\w*|\brenamed?\b|\bremoved\b|\bwhich version\b|\bsince (?:which|what) version\b|"
+    r"弃用|废弃|过时|改名|重命名|更名|移除|被删|删掉了|去掉了|去哪了|没有这个参数|不存在|不认|不支持.{0,6}参数|哪个版本|从哪.{0,4}版本",
+    re.IGNORECASE,
+)
+
+
+def package_named(package: str, text: str) -> bool:
+    """Does ``text`` name ``package``, by its name or a spelling users write (kb.registry.versions.ALIASES: "swift"
+    for ms-swift, "llama-factory" for llamafactory)?"""
+    from kb.registry.versions import ALIASES
+
+    low = text.lower()
+    names = {package, package.replace("-", ""), *(a for a, p in ALIASES.items() if p == package and len(a) > 2)}
+    return any(re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", low) for n in names)
+
+
+def anchors(name: str, text: str, view: Any) -> bool:
+    """Does a name the registry knows place the question in kb's field? A name of the libraries kb samples does; a
+    name only a front end's arguments have (``tensor_parallel_size`` is also vLLM's, ``device`` everyone's) only when
+    the question names that front end too."""
+    leaf = name.strip().lstrip("-").rsplit(".", 1)[-1]
+    recs = view.by_name.get(leaf, [])
+    if not recs or any(not r.get("from_timeline") for r in recs):
+        return True
+    return any(package_named(r["package"], text) for r in recs)
 
 
 @dataclass

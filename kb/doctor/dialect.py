@@ -17,6 +17,7 @@ Core module: imports kb.registry only.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,12 +64,13 @@ def _base(reg: Registry) -> Registry:
     return reg._default_view()
 
 
-_NS: dict[tuple[int, str], frozenset[str]] = {}
+# per registry view (weakly held: a view that is gone takes its namespaces with it; an id could be reused)
+_NS: weakref.WeakKeyDictionary[Registry, dict[str, frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
 def _namespace(reg: Registry, dialect: str) -> frozenset[str]:
-    key = (id(reg), dialect)
-    hit = _NS.get(key)
+    per = _NS.setdefault(reg, {})
+    hit = per.get(dialect)
     if hit is not None:
         return hit
     if dialect == "training_args":
@@ -86,23 +88,21 @@ def _namespace(reg: Registry, dialect: str) -> frozenset[str]:
             n for r in reg.records if r["package"] == pkg and r["kind"] == "field" for n in (r["name"], *r["aliases"])
         }
     out = frozenset(names)
-    if len(_NS) > 64:
-        _NS.clear()
-    _NS[key] = out
+    per[dialect] = out
     return out
 
 
 def _ds_top(reg: Registry) -> frozenset[str]:
     """DeepSpeed's top-level config keys and sections (any recorded release)."""
-    key = (id(reg), "deepspeed-top")
-    hit = _NS.get(key)
+    per = _NS.setdefault(reg, {})
+    hit = per.get("ds_config")
     if hit is None:
         hit = frozenset(
             r["name"]
             for r in reg.records
             if r["package"] == "deepspeed" and r["kind"] in CONFIG_KINDS and "." not in r["path"]
         )
-        _NS[key] = hit
+        per["ds_config"] = hit
     return hit
 
 

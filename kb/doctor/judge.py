@@ -34,8 +34,10 @@ def lint_file(
     world_size: int | None = None,
     model_params: float | None = None,
     gpu_mem_gib: float | None = None,
+    with_cfg: ParsedConfig | None = None,
 ) -> Judged:
-    """Findings for one parsed file, with the dialect and the releases it was judged at."""
+    """Findings for one parsed file, with the dialect and the releases it was judged at; with ``with_cfg`` (the other
+    file of the same run, ``kb lint --with``) also what the two get together (``cross_findings``), in file order."""
     base = registry._default_view()
     given = dict(given or {})
     if cfg.dialect is None:
@@ -49,6 +51,10 @@ def lint_file(
         model_params=model_params,
         gpu_mem_gib=DEFAULT_GPU_MEM_GIB if gpu_mem_gib is None else gpu_mem_gib,
     )
+    if with_cfg is not None:
+        findings = sorted(
+            [*findings, *cross_findings(cfg, with_cfg, registry, given)], key=lambda f: (f.line or 0, f.path, f.code)
+        )
     return Judged(findings, cfg.dialect or cfg.kind, versions, view)
 
 

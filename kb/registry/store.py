@@ -300,6 +300,26 @@ class Registry:
                 return None
         return None
 
+    def release_history(self, rid: str) -> dict[str, Any] | None:
+        """A name's life over every minor release its package's timeline reads (``kb registry lookup``): the window,
+        first / last release with it, where it went, its spans and events; None when no timeline covers it."""
+        rec = self.get(rid)
+        tl = self.timelines.get(rec["package"]) if rec else None
+        if tl is None or rid not in tl.names:
+            return None
+        span = self.span(rid)
+        return {
+            "package": tl.package,
+            "window": [tl.releases[0], tl.releases[-1]],
+            "minors": len(tl.releases),
+            "first": span[0] if span else None,
+            "last": span[1] if span else None,
+            "removed_in": self.removed_in(rid),
+            "first_default": tl.default_at(rid, span[0])[1] if span and span[0] in tl.releases else None,
+            "spans": [list(s) for s in tl.names[rid].spans],
+            "events": tl.history(rid),
+        }
+
     def _view(self, r: Record) -> Record | None:
         """The record as this view shows it (its release's values), or None when it is not shown."""
         pkg = r["package"]
