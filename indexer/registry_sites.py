@@ -180,13 +180,7 @@ def template(node: ast.AST | None, assigns: dict[str, ast.AST] | None = None, de
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else repr(node.value)
     if isinstance(node, ast.JoinedStr):
-        out = []
-        for v in node.values:
-            if isinstance(v, ast.Constant):
-                out.append(str(v.value))
-            elif isinstance(v, ast.FormattedValue):
-                out.append("{" + ast.unparse(v.value) + "}")
-        return "".join(out)
+        return joined_text(node)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return template(node.left, assigns, depth + 1) + template(node.right, assigns, depth + 1)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
@@ -710,3 +704,14 @@ def sites_markdown() -> str:
 
 if __name__ == "__main__":
     print(sites_markdown())
+
+
+def joined_text(node: ast.JoinedStr) -> str:
+    """An f-string as the source writes it: its literal parts, and each ``{expression}`` left as written."""
+    out = []
+    for v in node.values:
+        if isinstance(v, ast.Constant):
+            out.append(str(v.value))
+        elif isinstance(v, ast.FormattedValue):
+            out.append("{" + ast.unparse(v.value) + "}")
+    return "".join(out)

@@ -572,13 +572,9 @@ class Tree:
         if node is None:
             return None
         if isinstance(node, ast.JoinedStr):
-            out = []
-            for v in node.values:
-                if isinstance(v, ast.Constant):
-                    out.append(str(v.value))
-                elif isinstance(v, ast.FormattedValue):
-                    out.append("{" + ast.unparse(v.value) + "}")
-            return "".join(out)
+            from indexer.registry_sites import joined_text
+
+            return joined_text(node)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             a, b = self.text(mod, node.left), self.text(mod, node.right)
             return (a or "") + (b or "") if a is not None or b is not None else None
