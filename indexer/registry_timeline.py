@@ -71,8 +71,9 @@ WINDOWS: dict[str, dict[str, Any]] = {
     },
     "accelerate": {
         "import": "accelerate",
-        "minors": ("0.34", "1.15"),
-        "why": "0.34 (the last 0.x series) and 1.0-1.15, the last patch of each minor, to the installed 1.15",
+        "minors": ("0.25", "1.15"),
+        "why": "0.25-0.34 and 1.0-1.15, the last patch of each minor: from the series of December 2023 (multi-node "
+        "launcher threads of 2024 still run 0.2x) to the installed 1.15",
     },
     "peft": {
         "import": "peft",

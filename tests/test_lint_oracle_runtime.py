@@ -49,7 +49,7 @@ from deepspeed.runtime.engine import DeepSpeedEngine  # noqa: E402
 logging.getLogger("DeepSpeed").setLevel(logging.ERROR)
 SITE = Path(deepspeed.__file__).parent.parent
 BASE = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
-CODES = sorted(c for c in RULES if "KB070" <= c <= "KB089")
+CODES = sorted(c for c in RULES if RULES[c].check.__module__ == "kb.doctor.rules.runtime")
 PROVEN: dict[str, str] = {}  # rule code -> the test below that runs its cases
 
 
@@ -534,6 +534,57 @@ def test_kb079_simple_launcher_asserts(registry, tmp_path, monkeypatch, kind, i,
             prepare_simple_launcher_cmd_env(args)
     else:
         prepare_simple_launcher_cmd_env(args)
+
+
+@proves("KB100")
+@pytest.mark.parametrize("kind,i,case", cases("KB100"), ids=lambda x: getattr(x, "note", str(x)))
+def test_kb100_master_addr_passed_from_029(registry, tmp_path, monkeypatch, kind, i, case):
+    """The rule fires for releases before 0.29.0 only; the installed accelerate passes `--master_addr` to the runner
+    for exactly the ok cases judged at a release that has the line."""
+    from accelerate.utils.launch import prepare_deepspeed_cmd_env
+
+    assert fires(case, registry, "KB100") == (kind == "bad")
+    from packaging.version import Version
+
+    if kind == "ok" and Version((case.versions or {}).get("accelerate", "0.29.0")) >= Version("0.29.0"):
+        ((name, args),) = _launched(case.config, tmp_path, monkeypatch).items()
+        cmd, _ = prepare_deepspeed_cmd_env(args)
+        assert cmd is not None and cmd[cmd.index("--master_addr") + 1] == "10.0.0.1"
+
+
+def _old_accelerate_launch(version: str) -> str | None:
+    """accelerate VERSION's utils/launch.py from the timeline's download cache (.cache/kb/dist), if there."""
+    import zipfile
+
+    from indexer.registry_timeline import DIST
+
+    for whl in sorted((DIST / "accelerate").glob(f"accelerate-{version}-*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            return z.read("accelerate/utils/launch.py").decode()
+    return None
+
+
+def test_kb100_citations_in_the_released_wheels():
+    """0.28.0 builds the runner's command without --master_addr; 0.29.x adds it on the line KB100 cites. Read from
+    the released wheels when the timeline's cache has them (`python -m indexer.registry_timeline --package
+    accelerate` downloads them), skipped otherwise."""
+    old, new = _old_accelerate_launch("0.28.0"), _old_accelerate_launch("0.29.3")
+    if old is None or new is None:
+        pytest.skip("accelerate 0.28.0 / 0.29.3 wheels not in .cache/kb/dist (the timeline build downloads them)")
+    for key, src in (("acc.ds_cmd_028", old), ("acc.master_addr_029", new)):
+        where, text = R.OLD_ACC[key]
+        line = int(where.rsplit(":", 1)[1])
+        assert text in src.splitlines()[line - 1], key
+
+    def body(src: str) -> str:
+        fn = next(
+            n
+            for n in ast.walk(ast.parse(src))
+            if isinstance(n, ast.FunctionDef) and n.name == "prepare_deepspeed_cmd_env"
+        )
+        return ast.get_source_segment(src, fn)
+
+    assert "--master_addr" not in body(old) and "--master_addr" in body(new)
 
 
 # ---------------------------------------------------------------- the front ends, in a subprocess when installed

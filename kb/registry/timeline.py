@@ -73,12 +73,21 @@ class Timeline:
         return self.releases[-1]
 
     def release_for(self, version: str) -> str | None:
-        """The timeline release that stands for a user's version (the newest at or below it; a partial
-        "5.8" its newest 5.8.x); None for a version older than the window (no verdict there)."""
+        """The timeline release that stands for a user's version: the newest recorded release at or below it in
+        its own minor, else the oldest recorded release of that minor (the timeline keeps the last patch of each
+        minor, which stands for the earlier patches: 0.29.0 is judged by 0.29.3, not by 0.28.0; 0.19.6 by the
+        extra 0.19.4, not 0.19.8), else the newest at or below it; a partial "5.8" its newest 5.8.x; None for a
+        version older than the window (no verdict there)."""
         from kb.registry.versions import pick_release
 
         try:
+            key = version_key(version)
+            if version in self.releases:
+                return version  # a release read for itself (a window's extra release, a `kb registry add`)
+            same = [r for r in self.releases if version_key(r).release[:2] == key.release[:2] and len(key.release) >= 2]
             rel = pick_release(version, self.releases)
+            if same and not (key.pre or key.dev) and not (rel in same and version_key(rel) <= key):
+                return min(same, key=version_key)  # every recorded patch of its minor is newer: the nearest of them
         except ValueError:
             return None
         if rel is None:

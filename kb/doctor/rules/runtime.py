@@ -1,4 +1,4 @@
-"""What is refused or ignored outside the JSON schema (KB070-KB089), mined from the code that runs it.
+"""What is refused or ignored outside the JSON schema (KB070-KB089, KB100-KB119), mined from the code that runs it.
 
 A config can pass every pydantic model and still fail, or run differently, because of checks made elsewhere:
 
@@ -8,7 +8,8 @@ A config can pass every pydantic model and still fail, or run differently, becau
 * The HF Trainer and accelerate read the same DeepSpeed JSON with plain dict lookups (transformers 5.24.0
   integrations/deepspeed.py, accelerate 1.15.0 utils/deepspeed.py ``HfDeepSpeedConfig``): a quoted stage or
   precision switch that DeepSpeed's pydantic models convert stays a string there; KB075-KB076.
-* accelerate's launcher on several machines (accelerate 1.15.0 utils/launch.py); KB077-KB079.
+* accelerate's launcher on several machines (accelerate 1.15.0 utils/launch.py); KB077-KB079, and KB100 for what
+  releases before 0.29.0 leave out (0.28.0 / 0.29.0 utils/launch.py, read from the released wheels).
 * The front ends' own argument checks: LLaMA-Factory (0.9.5 and 0.9.4: hparams/parser.py, hparams/*_args.py,
   train/tuner.py) and axolotl (0.19.0: utils/schemas/validation.py, deprecated.py); KB080-KB089.
 
@@ -889,6 +890,94 @@ def kb079(c: Ctx) -> None:
             f"设置 `{key}`（0 号机器可访问的{'地址' if what == 'IP' else '端口'}）",
         )
         return
+
+
+# accelerate before 0.29.0 builds the DeepSpeed runner's command without --master_addr (accelerate 0.28.0
+# utils/launch.py:281-300: --hostfile, --launcher, --num_gpus / filters, then --master_port); 0.29.0 added
+# `if main_process_ip: cmd.extend(["--master_addr", ...])` (0.29.0 and 0.29.3 utils/launch.py:309-310; PR 2495,
+# DeepSpeed issue 5136). Without it the runner asks the hostfile's first host for `hostname -I` and takes its first address.
+ACC_MASTER_ADDR_SINCE = "0.29.0"
+OLD_ACC: dict[str, tuple[str, str]] = {
+    "acc.ds_cmd_028": (
+        "accelerate 0.28.0 utils/launch.py:281",
+        "if num_machines > 1 and args.deepspeed_multinode_launcher != DEEPSPEED_MULTINODE_LAUNCHERS[1]:",
+    ),
+    "acc.master_addr_029": (
+        "accelerate 0.29.0 utils/launch.py:310",
+        'cmd.extend(["--master_addr", str(main_process_ip)])',
+    ),
+}
+CODE["ds.master_from_host"] = ("deepspeed/launcher/runner.py:501", 'ssh_check_cmd += f" {first_host} hostname -I"')
+
+
+def _acc_version(c: Ctx) -> str | None:
+    return c.reg.versions.get("accelerate")
+
+
+@rule(
+    "KB100",
+    "accelerate-old-pdsh-ignores-main-process-ip",
+    "warning",
+    "multi-node-hostfile-ssh",
+    views=("accelerate",),
+    summary="accelerate before 0.29.0, DeepSpeed on several machines through DeepSpeed's runner (pdsh / MPI / slurm "
+    "launcher) and a `main_process_ip`",
+    effect="the IP is not passed on: DeepSpeed's runner takes the first address `hostname -I` prints on the "
+    "hostfile's first host, which may be an interface the other machines cannot reach",
+    bad=[
+        Case(
+            ACC_DS + "num_machines: 2\nmain_process_ip: 10.0.0.1\nmain_process_port: 29500\ndeepspeed_config:\n"
+            "  zero_stage: 3\n  deepspeed_hostfile: /job/hostfile\n  deepspeed_multinode_launcher: pdsh\n",
+            "accelerate 0.28.0, pdsh",
+            versions={"accelerate": "0.28.0"},
+        ),
+    ],
+    ok=[
+        Case(
+            ACC_DS + "num_machines: 2\nmain_process_ip: 10.0.0.1\nmain_process_port: 29500\ndeepspeed_config:\n"
+            "  zero_stage: 3\n  deepspeed_hostfile: /job/hostfile\n  deepspeed_multinode_launcher: pdsh\n",
+            "accelerate 0.29.0 passes --master_addr",
+            versions={"accelerate": "0.29.0"},
+        ),
+        Case(
+            ACC_DS + "num_machines: 2\nmain_process_ip: 10.0.0.1\nmain_process_port: 29500\ndeepspeed_config:\n"
+            "  zero_stage: 3\n  deepspeed_multinode_launcher: standard\n",
+            "standard launcher: torchrun gets the IP",
+            versions={"accelerate": "0.28.0"},
+        ),
+        Case(
+            ACC_DS + "num_machines: 2\nmain_process_ip: 10.0.0.1\ndeepspeed_config:\n  zero_stage: 3\n"
+            "  deepspeed_hostfile: /job/hostfile\n",
+            "release not given: judged at the newest, which passes it",
+        ),
+    ],
+)
+def kb100(c: Ctx) -> None:
+    ver = _acc_version(c)
+    ip = c.data.get("main_process_ip")
+    if not ver or not ip or _machines(c) <= 1 or _dtype(c) != "DEEPSPEED" or _ds_launcher(c) == "standard":
+        return
+    if not _older(ver, "0.28.99"):
+        return
+    launcher = _ds_launcher(c)
+    c.add(
+        "main_process_ip",
+        f"accelerate before {ACC_MASTER_ADDR_SINCE} (here {ver}) hands a {launcher} launch to DeepSpeed's runner without "
+        "`--master_addr` "
+        f"({OLD_ACC['acc.ds_cmd_028'][0]}-300 builds the command; {OLD_ACC['acc.master_addr_029'][0]} adds it from "
+        f"{ACC_MASTER_ADDR_SINCE}): `main_process_ip: {ip}` is not used, and the runner takes the first address "
+        f"`hostname -I` prints on the hostfile's first host ({at('ds.master_from_host')}), which can be an "
+        "interface the other machines cannot reach.",
+        f"upgrade accelerate to {ACC_MASTER_ADDR_SINCE} or later; or launch with `deepspeed --hostfile ... "
+        f"--master_addr {ip}` yourself, or use `deepspeed_multinode_launcher: standard` and start accelerate on every "
+        "machine",
+        f"{ACC_MASTER_ADDR_SINCE} 之前的 accelerate（这里是 {ver}）把 {launcher} 启动交给 DeepSpeed 的 runner 时不带 `--master_addr`"
+        f"（{OLD_ACC['acc.ds_cmd_028'][0]}-300 拼命令；{ACC_MASTER_ADDR_SINCE} 起才加上，"
+        f"{OLD_ACC['acc.master_addr_029'][0]}）：`main_process_ip: {ip}` 不会生效，runner 会在 hostfile 第一台机器上执行 "
+        f"`hostname -I`，取第一个地址（{at('ds.master_from_host')}），这可能是其他机器连不上的网卡。",
+        f"把 accelerate 升级到 {ACC_MASTER_ADDR_SINCE} 或更新；或者自己用 `deepspeed --hostfile ... --master_addr {ip}` "
+        "启动，或改用 `deepspeed_multinode_launcher: standard`，在每台机器上各启动一次 accelerate",
+    )
 
 
 # ---------------------------------------------------------------- the front ends' own checks
