@@ -13,7 +13,10 @@ False warnings: tests/fixtures/real_configs/reviewed.yaml records, for each warn
 whether it is right or wrong (checked by hand against the code it refers to). The rate is wrong warnings over all
 findings on good files; warnings with no review are listed as unreviewed.
 
-    .venv/bin/python bench/lint_corpus.py [--json] [--by rule|dialect] [--default-view] [--check]
+    .venv/bin/python bench/lint_corpus.py [--json] [--by rule|dialect] [--default-view] [--check] [--heldout]
+
+``--heldout`` lints the bug threads of ``heldout/`` instead (``manifest*.yaml`` there): sampled in session 3 by
+readers who neither ran kb nor read its rules, after every rule was written; nothing was changed for them.
 
 Exit 0 always (a benchmark prints figures); ``--check`` exits 1 when a target fails: no crash, no error-level
 finding on a good file, every warning on good files reviewed, false warnings <= 2%.
@@ -36,12 +39,19 @@ sys.path.insert(0, str(ROOT))
 
 CORPUS = ROOT / "tests" / "fixtures" / "real_configs"
 MANIFEST = CORPUS / "manifest.yaml"
+HELDOUT = CORPUS / "heldout"  # bug threads sampled after the rules were written; no rule was written from them
 REVIEWED = CORPUS / "reviewed.yaml"
 FALSE_WARNING_TARGET = 0.02
 
 
 def load_manifest(path: Path = MANIFEST) -> list[dict[str, Any]]:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))["items"]
+    """The items of a manifest, each with ``dir``, the folder its files are in."""
+    return [{**i, "dir": path.parent} for i in yaml.safe_load(path.read_text(encoding="utf-8"))["items"]]
+
+
+def load_heldout(folder: Path = HELDOUT) -> list[dict[str, Any]]:
+    """The held-out bug threads: every ``manifest*.yaml`` of ``heldout/``."""
+    return [i for p in sorted(folder.glob("manifest*.yaml")) for i in load_manifest(p)]
 
 
 def load_reviewed(path: Path = REVIEWED) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -64,7 +74,8 @@ def lint_item(item: dict[str, Any], registry, default_view: bool = False) -> dic
     from kb.registry.versions import parse_versions_arg
 
     out: dict[str, Any] = {"file": item["file"], "dialect": item["dialect"], "good": bool(item["good"])}
-    text = (CORPUS / item["file"]).read_text(encoding="utf-8")
+    folder = item.get("dir", CORPUS)
+    text = (folder / item["file"]).read_text(encoding="utf-8")
     spec = None if default_view else item.get("versions")
     try:
         pins = parse_versions_arg(spec).as_pins() if spec else {}
@@ -83,7 +94,7 @@ def lint_item(item: dict[str, Any], registry, default_view: bool = False) -> dic
         if item.get("with"):  # `kb lint FILE --with OTHER`: what the two files of one thread get together
             from kb.doctor.judge import cross_findings
 
-            other = parse_config((CORPUS / item["with"]).read_text(encoding="utf-8"), item["with"])
+            other = parse_config((folder / item["with"]).read_text(encoding="utf-8"), item["with"])
             findings += cross_findings(cfg, other, registry, pins)
     except Exception as e:  # noqa: BLE001
         out.update(
@@ -106,11 +117,11 @@ def lint_item(item: dict[str, Any], registry, default_view: bool = False) -> dic
     return out
 
 
-def run(default_view: bool = False) -> dict[str, Any]:
+def run(default_view: bool = False, heldout: bool = False) -> dict[str, Any]:
     from kb.registry.store import default_registry
 
     registry = default_registry()
-    items = load_manifest()
+    items = load_heldout() if heldout else load_manifest()
     reviewed = load_reviewed()
     results = [lint_item(i, registry, default_view) for i in items]
 
@@ -299,8 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by", choices=["dialect", "rule"], default="dialect", help="breakdown of the table")
     ap.add_argument("--default-view", action="store_true", help="lint every file with kb's default view, not its pins")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target fails")
+    ap.add_argument(
+        "--heldout", action="store_true", help="the held-out bug threads of heldout/ (no rule was written from them)"
+    )
     args = ap.parse_args(argv)
-    rep = run(default_view=args.default_view)
+    rep = run(default_view=args.default_view, heldout=args.heldout)
     if args.json:
         print(json.dumps(rep, indent=2, ensure_ascii=False))
     else:

@@ -166,6 +166,45 @@ def _versions(arg: str | None) -> dict[str, str]:
         raise KbError(str(e)) from None
 
 
+def _read_log(path: str):
+    """A log file or stdin, streamed line by line through kb.ask.logs.read_log (any length; UTF-8, a bad byte
+    replaced); a progress line on stderr for a large file."""
+    import io
+
+    from kb.ask.logs import read_log
+
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+            fh = io.TextIOWrapper(raw, encoding="utf-8", errors="replace") if raw is not None else sys.stdin
+            return read_log(fh)
+        p = Path(path)
+        if p.is_dir():
+            raise KbError(f"{path}: is a folder; pass a log file")
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            return read_log(_progress_lines(fh, p.stat().st_size, name))
+    except OSError as e:
+        raise KbError(f"cannot read log {name}: {e.strerror or e}") from None
+
+
+def _progress_lines(fh, size: int, name: str):
+    """The lines of ``fh``; with a file over 50 MB, a progress bar on stderr (kb.present.progress)."""
+    if size < 50_000_000:
+        yield from fh
+        return
+    from kb.present.progress import progress_callback
+
+    report, done, step = progress_callback(sys.stderr, f"reading {name}"), 0, size // 100
+    for ln in fh:
+        done += len(ln)
+        if done >= step:
+            report(done, size)
+            step = done + size // 100
+        yield ln
+    report(size, size)
+
+
 def _query_arg(query: str | None) -> str:
     from kb.ask.question import MAX_QUERY_CHARS
     from kb.inputs import InputError, decode_arg
@@ -393,6 +432,19 @@ def _engine():
     show_default=True,
     help="Write each fix's DeepSpeed snippet for this front end too (auto: from the config and the query).",
 )
+@click.option(
+    "--long",
+    "long_",
+    is_flag=True,
+    help="Everything in every result: all fixes with their snippets, every front end, parameters, myths, sources.",
+)
+@click.option(
+    "--log",
+    "log_path",
+    default=None,
+    metavar="FILE",
+    help="A training log of any length (- for stdin), read whole from its error blocks; QUERY is then optional.",
+)
 @FORMAT
 @SITE_URL
 def ask(
@@ -404,11 +456,14 @@ def ask(
     jsonl: str | None,
     versions_arg: str | None,
     front_end: str,
+    long_: bool,
+    log_path: str | None,
     fmt: str,
     site_url: str,
 ) -> None:
     """Ask about a symptom or paste an error (QUERY, or - for stdin): ranked, verified fixes, or an honest
-    "no confident answer". Exit 0 answered, 3 no confident answer, 2 bad input."""
+    "no confident answer". A whole log: --log FILE (or a long paste), read from its error blocks. The answer is
+    short; --long shows everything. Exit 0 answered, 3 no confident answer, 2 bad input."""
     from kb.ask.engine import QueryError
     from kb.doctor.configs import MAX_CONFIG_BYTES, ConfigError
 
@@ -418,7 +473,14 @@ def ask(
         _ask_jsonl(jsonl, k, lang, _versions(versions_arg))
         return
     versions = _versions(versions_arg)
-    query = _query_arg(query)
+    log = None
+    if log_path is not None:
+        if query == "-" and log_path == "-":
+            raise KbError("QUERY and --log cannot both be read from stdin")
+        log = _read_log(log_path)
+        query = _query_arg(query) if query else ""
+    else:
+        query = _query_arg(query)
     config_text, config_name = (
         (None, "") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
     )
@@ -432,6 +494,7 @@ def ask(
             lang=lang,
             versions=versions,
             front_end=None if front_end == "auto" else front_end,
+            log=log,
         )
     except QueryError as e:
         raise KbError(str(e)) from None
@@ -442,7 +505,7 @@ def ask(
     else:
         from kb.present import render_answer
 
-        click.echo(render_answer(ans, _fmt(fmt), site_url), nl=False)
+        click.echo(render_answer(ans, _fmt(fmt), site_url, long=long_, all_fronts=front_end == "all"), nl=False)
     sys.exit(0 if ans.answered else 3)
 
 

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 SCHEMA_VERSION = (
-    "2.1"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
+    "2.2"  # 1.1: Result.path; 1.2: versions (Answer.versions, ParamFact spellings, Result.applies), Fix.equivalents;
     # 1.3: Memory by phase (gpu_verdict, peak_phase, reserved_gib, phases; MemoryTerm formula and source),
     # Answer.stated_facts; 2.0: a typed report for every command (LintReport, MemReport, ShowReport,
     # FactcheckReport, GapsReport), MemoryTerm.phases, Result.rank; the schemas allow unknown fields and accept any 2.x;
-    # 2.1: Result.kind (registry results, kb.ask.facts), LintReport.versions and the front ends' config_kind values
+    # 2.1: Result.kind (registry results, kb.ask.facts), LintReport.versions and the front ends' config_kind values;
+    # 2.2: Answer.log (a whole log read from its error blocks: kb.ask.logs)
 )
 SCHEMA_MAJOR = SCHEMA_VERSION.split(".")[0]
 
@@ -253,6 +254,29 @@ class Memory:
 
 
 @dataclass
+class LogBlock:
+    """Lines of a pasted log an answer was built on (kb.ask.logs.Block)."""
+
+    kind: Literal["traceback", "error", "summary"]
+    start_line: int
+    end_line: int
+    text: str
+    rank: int | None = None
+    repeats: int = 1
+
+
+@dataclass
+class LogRead:
+    """A whole log, read from the end for its error blocks: how much was read and what was used."""
+
+    lines: int
+    chars: int
+    error_blocks: int  # error blocks found (a repeated one counted each time)
+    used: list[LogBlock] = field(default_factory=list)
+    failing_rank: int | None = None
+
+
+@dataclass
 class Answer:
     schema_version: str
     query: str
@@ -268,6 +292,7 @@ class Answer:
     memory: Memory | None = None
     versions: list[VersionUsed] = field(default_factory=list)  # empty: versions unknown (both spellings shown)
     front_end: str | None = None  # the front end equivalents were written for; None: all of them
+    log: LogRead | None = None  # a whole log: what was read and the lines the answer used
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -12,8 +12,13 @@ from unittest import mock
 
 @contextlib.contextmanager
 def cpu_process_group() -> Iterator[None]:
-    """A one-rank gloo world on a free loopback port, torn down afterwards (DeepSpeed's cached groups too)."""
+    """A one-rank gloo world on a free loopback port, torn down afterwards (DeepSpeed's cached groups too, and
+    ``torch.nn.functional.linear``, which a ZeRO-3 ``deepspeed.initialize`` replaces with its own wrapper for the
+    rest of the process: a later test measuring what autograd saves would see the wrapper's tensors)."""
     import torch
+    import torch.nn.functional as F
+
+    linear = F.linear
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -29,6 +34,7 @@ def cpu_process_group() -> Iterator[None]:
             torch.distributed.destroy_process_group()
         ds_comm_state.cdb = None
         forget_groups()
+        F.linear = linear
 
 
 def forget_groups() -> None:

@@ -299,7 +299,7 @@ def _answer(lang="en", answered=True):
 @pytest.mark.parametrize("fmt", ["plain", "markdown", "terminal"])
 def test_presenters_keep_commands_whole_and_show_everything(fmt):
     ans, long_cmd = _answer()
-    text = render_answer(ans, fmt)
+    text = render_answer(ans, fmt, long=True)
     snippet = ans.results[0].fixes[0].snippet.code
     assert snippet in _strip_ansi(text), "snippet cut or wrapped"
     for must in ("KB001", "zero_force_opt_offload", "offload_config.py:60", "stage3.py:4016-4050", "deepspeed >=0.10"):

@@ -13,6 +13,7 @@ from pathlib import Path
 from kb import contract as C
 from kb.ask import rank
 from kb.ask.facts import PREFIX, fact_result, registry_facts
+from kb.ask.logs import LogTriage
 from kb.ask.names import judge_names
 from kb.ask.question import MAX_QUERY_CHARS, QueryError, Question, read_question
 from kb.ask.result import entry_result
@@ -62,13 +63,15 @@ class Engine:
         lang: str = "auto",
         versions: dict[str, str] | None = None,
         front_end: str | None = None,
+        log: LogTriage | None = None,
     ) -> C.Answer:
         """``versions`` (package -> version, e.g. from ``--versions``) win over versions read from the
         query and the config text; ``front_end`` (one of ``kb.doctor.frontends.FRONT_ENDS``, "accelerate",
-        "deepspeed", or "all") over the one read from the config's format and the query."""
+        "deepspeed", or "all") over the one read from the config's format and the query. ``log``: a log the
+        caller read from a file or stdin (``kb.ask.logs.read_log``); ``query`` is then the user's words, if any."""
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise QueryError(f"k must be an integer from 1 to {MAX_K}")
-        q = read_question(query, config_text, config_name, lang, versions, front_end)  # QueryError, ConfigError
+        q = read_question(query, config_text, config_name, lang, versions, front_end, log)  # QueryError, ConfigError
         return self.answer(q, k)
 
     def answer(self, q: Question, k: int = 5) -> C.Answer:
@@ -77,6 +80,22 @@ class Engine:
         notes: list[C.Note] = []
         if q.truncated:
             notes.append(C.Note("input", t(lang, "truncated", n=MAX_QUERY_CHARS)))
+        log = _log_read(q.log) if q.log is not None else None
+        if q.log is not None:
+            notes.append(C.Note("input", _log_note(q.log, lang)))
+            if not q.text.strip():  # a log with no error and no words of the user's: nothing to answer from
+                return C.Answer(
+                    schema_version=C.SCHEMA_VERSION,
+                    query="",
+                    lang=lang,  # type: ignore[arg-type]
+                    answered=False,
+                    results=[],
+                    closest=[],
+                    findings=[],
+                    notes=notes,
+                    message=t(lang, "no_error_in_log"),
+                    log=log,
+                )
         if q.attachment is not None and q.attachment.versions_only:
             notes.append(C.Note("input", t(lang, "attachment_versions")))
         ps, view, judged = judge_versions(self.registry, q.versions, lang)
@@ -172,7 +191,30 @@ class Engine:
             memory=memory,
             versions=[C.VersionUsed(p.package, p.version, p.release, p.source, p.exact) for p in ps],
             front_end=q.front_end,
+            log=log,
         )
+
+
+def _log_read(lt: LogTriage) -> C.LogRead:
+    return C.LogRead(
+        lt.lines,
+        lt.chars,
+        lt.blocks_seen,
+        [C.LogBlock(b.kind, b.start, b.end, b.text, b.rank, b.repeats) for b in lt.used],  # type: ignore[arg-type]
+        lt.failing_rank,
+    )
+
+
+def _log_note(lt: LogTriage, lang: str) -> str:
+    if not lt.used:
+        return t(lang, "log.none_prose" if lt.prose.strip() else "log.none", lines=f"{lt.lines:,}")
+    parts = []
+    for b in lt.used:
+        kind = t(lang, f"log.kind.{b.kind}")
+        key = "log.block_rank" if b.rank is not None else "log.block"
+        parts.append(t(lang, key, start=b.start, end=b.end, kind=kind, rank=b.rank))
+    sep = "; " if lang == "en" else "；"
+    return t(lang, "log.used", lines=f"{lt.lines:,}", blocks=lt.blocks_seen, used=sep.join(parts))
 
 
 __all__ = ["ConfigError", "Engine", "IndexCorrupt", "IndexMissing", "IndexStale", "QueryError", "entry_result"]

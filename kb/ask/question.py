@@ -12,8 +12,9 @@ runs ZeRO-3).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from kb.ask.logs import MAX_PROSE_CHARS, LogTriage, triage_text, wants_triage
 from kb.ask.text import identifier_spans, looks_like_log, looks_like_param, normalize_traceback, tokenize
 from kb.doctor.configs import ParsedConfig, SetupFacts, facts_from_config, parse_config
 from kb.lang import detect_lang, pick_lang
@@ -83,6 +84,7 @@ class Question:
     attachment: Attachment | None = None
     normalized: str = ""  # the text with what differs between two reports of one error stripped (signatures)
     config_facts: SetupFacts | None = None  # what the attached config says (stage, offload, precision, method, ...)
+    log: LogTriage | None = None  # a whole log, read from its error blocks (kb.ask.logs): ``text`` is what it used
 
     @property
     def config(self) -> ParsedConfig | None:
@@ -96,14 +98,26 @@ def read_question(
     lang: str = "auto",
     versions: dict[str, str] | None = None,
     front_end: str | None = None,
+    log: LogTriage | None = None,
 ) -> Question:
     """Read a question and its attachment. Raises QueryError (empty text, unknown language) and
-    kb.doctor.configs.ConfigError (an attachment that is neither a config nor a version report)."""
-    if not isinstance(text, str) or not text.strip():
+    kb.doctor.configs.ConfigError (an attachment that is neither a config nor a version report).
+
+    A whole log (pasted: more than kb.ask.logs.TRIAGE_MIN_LINES lines, or any text longer than MAX_QUERY_CHARS
+    that is a log; or ``log``, read by the caller from a file or stdin with kb.ask.logs.read_log) is read from its
+    error blocks: the question's text becomes the user's own words and those blocks, never the lines a healthy
+    run prints. Its text is empty when the log has neither (the engine then says it found no error)."""
+    if log is None and (not isinstance(text, str) or not text.strip()):
         raise QueryError("empty query: describe the symptom or paste the error")
     if config_text is not None and not isinstance(config_text, str):
         raise QueryError("config must be the text of a config file")
-    text = text.strip()
+    text = (text or "").strip()
+    if log is None and wants_triage(text, looks_like_log(text)):
+        log = triage_text(text)
+    elif log is not None and text:  # the user's words given with a log read from a file or stdin
+        log = replace(log, prose="\n".join(p for p in (text[:MAX_PROSE_CHARS], log.prose) if p))
+    if log is not None:
+        text = log.query_text()
     truncated = len(text) > MAX_QUERY_CHARS
     if truncated:
         text = text[:MAX_QUERY_CHARS]
@@ -116,15 +130,17 @@ def read_question(
         else:
             prose.append(ln.rstrip("\r\n"))
         pos += len(ln)
+    if log is not None:
+        prose = [log.prose]
     stated = stated_from_text(text, "\n".join(prose))
     try:
-        lang = pick_lang(text, lang)
+        lang = pick_lang(text or "-", lang)
     except ValueError as e:
         raise QueryError(str(e)) from None
     text_lang = detect_lang(text)
     spans = identifier_spans(text)
     tokens = tuple(tokenize(text))
-    is_log = looks_like_log(text)
+    is_log = looks_like_log(text) or log is not None
     names = tuple(Name(s, a, b, any(lo <= a < hi for lo, hi in in_log), looks_like_param(s)) for s, a, b in spans)
     normalized = normalize_traceback(text)
     attachment = _attachment(config_text, config_name) if config_text is not None else None
@@ -156,6 +172,7 @@ def read_question(
         normalized=normalized,
         config_facts=config_facts,
         attachment=attachment,
+        log=log,
     )
 
 

@@ -28,14 +28,15 @@ if TYPE_CHECKING:
 FORMATS = ("terminal", "plain", "markdown")
 
 
-def render_answer(answer: Any, fmt: str, site_url: str = "") -> str:
-    """Render an Answer (or its dict) in one of FORMATS; with ``site_url``, each result links its site page."""
+def render_answer(answer: Any, fmt: str, site_url: str = "", long: bool = False, all_fronts: bool = False) -> str:
+    """Render an Answer (or its dict) in one of FORMATS; with ``site_url``, each result links its site page.
+    Short by default (kb.present.doc.short_result_blocks); ``long``: everything in every result."""
     if fmt == "terminal":
         from kb.present import terminal
 
-        return terminal.answer(answer, site_url)
-    table: dict[str, Callable[[Any, str], str]] = {"plain": plain.answer, "markdown": markdown.answer}
-    return table[fmt](answer, site_url)
+        return terminal.answer(answer, site_url, long=long, all_fronts=all_fronts)
+    table: dict[str, Callable[..., str]] = {"plain": plain.answer, "markdown": markdown.answer}
+    return table[fmt](answer, site_url, long, all_fronts)
 
 
 def render_entry(result: dict[str, Any], lang: str, fmt: str, site_url: str = "") -> str:

@@ -180,7 +180,104 @@ def result_blocks(
     return out
 
 
-def answer_blocks(answer: Any, site_url: str = "") -> list[Block]:
+# the short answer (the default of `kb ask`): the first result with what a user acts on, the next ones compact,
+# the rest one line each; --long (``long=True``) and `kb show` keep everything
+SHORT_DETAILED = 1  # results shown with their first fix's text and snippet
+SHORT_COMPACT = 3  # results up to this one get their summary's first sentence and fix titles
+SHORT_FIXES = 3  # fix titles shown per result
+SHORT_WHY = 110  # characters of the "why" line
+LOG_LINES_SHOWN = 12  # lines of each used log block shown (its first and last lines)
+
+
+def _sentences(text: str, n: int = 1, limit: int = 240) -> str:
+    """The first ``n`` sentences of ``text`` (English or Chinese), cut at ``limit`` characters each."""
+    out, rest = [], text
+    for _ in range(n):
+        cut = min((i + len(sep) for sep in (". ", "。", "；") if 0 < (i := rest.find(sep)) < limit), default=None)
+        if cut is None:
+            out.append(rest if len(rest) <= limit else rest[: limit - 3].rstrip() + "...")
+            break
+        out.append(rest[:cut].strip())
+        rest = rest[cut:].lstrip()
+        if not rest:
+            break
+    return " ".join(out) if out and out[0][-1:] not in "。；" else "".join(out)
+
+
+def log_blocks(log: dict[str, Any], lang: str) -> list[Block]:
+    """The lines of a pasted log the answer was built on (kb.ask.logs), each block cut to LOG_LINES_SHOWN lines."""
+    lb = L(lang)
+    out = [Block("heading", lb["log_used"])]
+    for b in log.get("used") or []:
+        rank = f", rank {b['rank']}" if b.get("rank") is not None else ""
+        rep = f", {lb['log_repeats'].format(n=b['repeats'])}" if b.get("repeats", 1) > 1 else ""
+        out.append(
+            Block("text", lb["log_lines"].format(start=b["start_line"], end=b["end_line"]) + rank + rep, "dim", 1)
+        )
+        lines = b["text"].splitlines()
+        if len(lines) > LOG_LINES_SHOWN:
+            lines = [*lines[:2], "...", *lines[-(LOG_LINES_SHOWN - 3) :]]
+        out.append(Block("code", "\n".join(lines), "code", 1, lang="text"))
+    return out
+
+
+def short_result_blocks(r: dict[str, Any], lang: str, n: int, front_end: str | None, site_url: str = "") -> list[Block]:
+    """One result of a short answer: title, summary, the first fixes; the first result also its first fix's text and
+    snippet (with the equivalent for the user's front end when the question or config names one), the myths the
+    question repeats, and one line each for what --long adds."""
+    lb = L(lang)
+    out = [Block("title", f"{n}. {r['title']}", "title", meta=f"{r['id']} \u00b7 {lb['score']} {r['score']}")]
+    if n > SHORT_COMPACT:
+        return out
+    detailed = n <= SHORT_DETAILED
+    out.append(Block("text", r["summary"] if detailed else _sentences(r["summary"])))
+    if r.get("withdrawn"):
+        out.append(Block("text", f"{lb['withdrawn']} {r['withdrawn']}", "bad"))
+    fixes = r["fixes"]
+    if fixes:
+        out.append(Block("heading", lb["fixes"]))
+    hidden_fronts: list[str] = []
+    for j, f in enumerate(fixes[:SHORT_FIXES], 1):
+        out.append(Block("item", f"{j}. {f['title']}", "ok", 1))
+        if not (detailed and j == 1):
+            continue
+        out.append(Block("text", _sentences(f["text"], 2), "", 2))
+        if f.get("snippet"):
+            out.append(Block("code", f["snippet"]["code"].rstrip("\n"), "code", 2, lang=f["snippet"]["lang"]))
+        out += [Block("text", v, "dim", 2) for v in f.get("version_notes", [])]
+        for eq in f.get("equivalents", []):
+            if front_end is None:
+                hidden_fronts.append(eq["front_end"])  # the --front-end value that shows it
+                continue
+            out.append(Block("text", lb["same_in"].format(front=front_label(eq["front_end"], lang)) + ":", "dim", 2))
+            if eq.get("snippet"):
+                out.append(Block("code", eq["snippet"]["code"].rstrip("\n"), "code", 2, lang=eq["snippet"]["lang"]))
+            out += [Block("text", x, "dim", 3) for x in eq.get("notes", [])[:2]]
+    if len(fixes) > SHORT_FIXES:
+        out.append(Block("text", lb["more_fixes"].format(n=len(fixes) - SHORT_FIXES), "dim", 1))
+    if hidden_fronts:
+        out.append(Block("text", lb["other_fronts"].format(fronts=" | ".join(dict.fromkeys(hidden_fronts))), "dim", 1))
+    if detailed:
+        for m in [m for m in r["myths"] if m["touched"]]:
+            out.append(Block("item", f"\u2717 {lb['wrong']}: {m['claim']}  ({lb['touched']})", "bad", 1))
+            out.append(Block("item", f"\u2713 {lb['right']}: {m['correction']}", "ok", 1))
+        if r.get("applies") is False:
+            out.append(Block("text", f"{lb['version_demoted']}: {r.get('version_note') or ''}", "warn"))
+        more = lb["short_more"].format(
+            params=len(r.get("param_facts") or []), myths=len(r["myths"]), sources=len(r["sources"])
+        )
+        out.append(Block("text", more, "dim"))
+    if site_url and r.get("path"):
+        out.append(Block("text", f"{lb['page']}: {site_url.rstrip('/')}{r['path']}", "dim"))
+    if r.get("why"):  # its strongest evidence first (kb.ask.rank.why); --long has all of it
+        why = r["why"] if len(r["why"]) <= SHORT_WHY else r["why"][: SHORT_WHY - 3].rstrip() + "..."
+        out.append(Block("text", f"{lb['why']}: {why}", "dim"))
+    return out
+
+
+def answer_blocks(answer: Any, site_url: str = "", long: bool = True, all_fronts: bool = False) -> list[Block]:
+    """An answer as blocks: everything (``long``, what `kb ask --long` and the chat layouts start from) or the short
+    default of `kb ask` (SHORT_* above; ``all_fronts``: every front end's equivalent, as `--front-end all` asks)."""
     a = as_dict(answer)
     lang = a["lang"]
     lb = L(lang)
@@ -201,6 +298,8 @@ def answer_blocks(answer: Any, site_url: str = "") -> list[Block]:
         for note in a["notes"]:
             ok = note.get("verdict") == "valid"
             out.append(Block("item", f"{'✓' if ok else '!'} {note['message']}", "dim" if ok else "warn", 1))
+    if (a.get("log") or {}).get("used"):
+        out += log_blocks(a["log"], lang)
     if not a["answered"]:
         out.append(Block("text", a.get("message") or "", "title"))
         if a.get("closest"):
@@ -211,9 +310,15 @@ def answer_blocks(answer: Any, site_url: str = "") -> list[Block]:
             ]
         return out
     for i, r in enumerate(a["results"], 1):
+        if long or i <= SHORT_COMPACT:
+            out.append(Block("rule"))
+        if long:  # the first result shows all its myths; later ones only those the query repeats
+            out += result_blocks(r, lang, n=i, all_myths=(i == 1), site_url=site_url)
+        else:
+            out += short_result_blocks(r, lang, i, "all" if all_fronts else a.get("front_end"), site_url)
+    if not long and a["results"]:
         out.append(Block("rule"))
-        # the first result shows all its myths; later ones only those the query repeats
-        out += result_blocks(r, lang, n=i, all_myths=(i == 1), site_url=site_url)
+        out.append(Block("text", lb["short_footer"].format(id=a["results"][0]["id"]), "dim"))
     return out
 
 

@@ -27,8 +27,8 @@ def blocks_text(blocks: list[Block]) -> str:
     return "\n".join(lines).strip("\n") + "\n"
 
 
-def answer(ans: Any, site_url: str = "") -> str:
-    return blocks_text(answer_blocks(ans, site_url))
+def answer(ans: Any, site_url: str = "", long: bool = True, all_fronts: bool = False) -> str:
+    return blocks_text(answer_blocks(ans, site_url, long, all_fronts))
 
 
 def entry(result: dict[str, Any], lang: str, site_url: str = "") -> str:

@@ -54,8 +54,10 @@ def blocks_ansi(blocks: list[Block], color_system: str | None = "standard") -> s
     return buf.getvalue()
 
 
-def answer(ans: Any, site_url: str = "", color_system: str | None = "standard") -> str:
-    return blocks_ansi(answer_blocks(ans, site_url), color_system)
+def answer(
+    ans: Any, site_url: str = "", color_system: str | None = "standard", long: bool = True, all_fronts: bool = False
+) -> str:
+    return blocks_ansi(answer_blocks(ans, site_url, long, all_fronts), color_system)
 
 
 def entry(result: dict[str, Any], lang: str, site_url: str = "", color_system: str | None = "standard") -> str:
