@@ -174,6 +174,7 @@ class Engine:
                     round(h.score, 3),
                 )
                 for h in sel.closest
+                if round(h.score, 3) > 0  # nothing matched at all: an alphabetical list would be noise
             ]
         stated = q.stated.facts
         return C.Answer(

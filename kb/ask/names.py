@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from kb import contract as C
-from kb.registry.factcheck import judge
+from kb.registry.factcheck import check_names, judge
 from kb.registry.store import Registry
 
 
@@ -15,17 +15,22 @@ def judge_names(
 ) -> tuple[list[C.Note], list[str]]:
     """The factcheck verdict for each parameter-like name (``Question.param_names``); also the names to boost on.
 
-    A name the registry does not know is judged only where a reader would take it for a config key (prefix, or
-    written as ``key:`` / ``key=`` / ``"key"``), and never inside a pasted log: tracebacks and prose are full of
-    other names."""
+    The user's own text is read as `kb factcheck` reads it (kb.registry.factcheck.check_names: a keyword of a call
+    such as ``TrainingArguments(eval_every_n_steps=100)`` is judged in that class, a key in a pasted config in its
+    section, a name in prose in the namespace the prose implies), so an invented argument is named as invented with
+    a did-you-mean from the right namespace. A name the registry does not know and no such context places is
+    judged only where a reader would take it for a config key (prefix, or written as ``key:`` / ``key=`` /
+    ``"key"``), and never inside a pasted log: tracebacks and prose are full of other names."""
     notes: list[C.Note] = []
     resolved: list[str] = []
+    in_context = {} if is_log else {v.name: v for v in check_names(text, view, lang)}
     for name in names[:40]:
         config_like = _config_like(name, text)
-        v = judge(name, view, lang)
+        placed = in_context.get(name)
+        v = placed if placed is not None and placed.verdict != "unverified" else judge(name, view, lang)
         if v is None or v.verdict == "unverified":
             continue  # outside what the registry covers: neither confirmed nor accused
-        if v.verdict == "does-not-exist" and (is_log or not config_like):
+        if v.verdict == "does-not-exist" and (is_log or not (config_like or v is placed)):
             continue
         resolved.append(name)
         if is_log and v.verdict != "does-not-exist":
