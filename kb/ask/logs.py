@@ -27,6 +27,7 @@ from typing import Any
 
 MAX_BLOCK_LINES = 40  # a traceback longer than this keeps its first line and its last lines
 MAX_USED = 3
+RETRIEVAL_LINES = 14  # a traceback's last lines retrieval reads (the frames nearest the exception, and its message)
 MAX_EXCERPT_CHARS = 6000
 MAX_PROSE_CHARS = 2000
 KEEP_BLOCKS = 64  # the first and the last blocks kept while reading (a log can repeat one error per step)
@@ -55,6 +56,7 @@ _ERROR_LINE = re.compile(
 _HEALTHY_FORM = re.compile(
     r"\bNCCL INFO\b|\[INFO\]|\bINFO\b[:\]]|\s-\sINFO\s-\s|^\s*(?:[\w.]+\.)?\w*Warning:|\bwarnings\.warn\(|^\s*\[?W\d{4} "
 )
+_CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 _GENERIC = re.compile(r"ChildFailedError|CalledProcessError|SystemExit|exits? with return code|\bexitcode\b")
 _SUMMARY_START = re.compile(r"^\s*={10,}\s*$")
 _SUMMARY_KEY = re.compile(r"Root Cause \(first observed failure\)|^\s*Failures:|\bFAILED\s*$")
@@ -127,7 +129,8 @@ class LogTriage:
         when no other block says what failed."""
         out, size = [], 0
         for b in [b for b in self.used if not b.generic] or self.used:
-            t = b.text
+            # what names the error first (a traceback's exception line), then the lines nearest to it
+            t = "\n".join(dict.fromkeys([b.head, *b.lines[-RETRIEVAL_LINES:]])) if b.kind == "traceback" else b.text
             if size + len(t) > MAX_EXCERPT_CHARS:
                 t = t[: max(0, MAX_EXCERPT_CHARS - size)]
             if t:
@@ -204,6 +207,7 @@ class _Reader:
         self.seen: dict[str, Block] = {}
         self.tb: Block | None = None
         self.tb_exc = False  # the open traceback has reached its exception line
+        self.chained = False  # ... and a "During handling of the above exception" line followed it
         self.summary: Block | None = None
         self.lead: list[str] = []  # the user's words before the log
         self.trail: list[str] = []  # lines after the last log line (the user's words, if the log ended)
@@ -224,10 +228,12 @@ class _Reader:
 
     def _close_tb(self) -> None:
         if self.tb is not None:
+            while self.tb.lines and not self.tb.lines[-1].strip(" []:rank0123456789"):
+                self.tb.lines.pop()  # trailing blank lines
             if len(self.tb.lines) > MAX_BLOCK_LINES:
                 self.tb.lines = [self.tb.lines[0], "  ...", *self.tb.lines[-(MAX_BLOCK_LINES - 2) :]]
             self._add(self.tb)
-        self.tb, self.tb_exc = None, False
+        self.tb, self.tb_exc, self.chained = None, False, False
 
     def feed(self, n: int, raw: str) -> None:
         line = raw.rstrip("\r\n")
@@ -264,6 +270,11 @@ class _Reader:
             self.summary = Block("summary", n, n, [line])
             return
         if _TRACEBACK.search(body):
+            if self.tb is not None and self.chained:  # the next traceback of a chained exception
+                self.tb.lines.append(line)
+                self.tb.end = n
+                self.tb_exc = self.chained = False
+                return
             self._close_tb()
             self.tb = Block("traceback", n, n, [line], rank)
             return
@@ -281,6 +292,13 @@ class _Reader:
                 self.tb.lines.append(line)  # a multi-line exception message
                 self.tb.end = n
                 return
+            if self.tb_exc and (_CHAINED.search(body) or not body.strip()):
+                self.tb.lines.append(line)  # "During handling of the above exception ...": the same failure
+                self.tb.end = n
+                self.tb_exc = not _CHAINED.search(body) and self.tb_exc
+                if _CHAINED.search(body):
+                    self.chained = True
+                return
             self._close_tb()
         if is_error_line(line):
             self._add(Block("error", n, n, [line], rank))
@@ -295,29 +313,32 @@ class _Reader:
         t.prose = "\n".join(words).strip()[:MAX_PROSE_CHARS]
         t.used = _choose(t.blocks)
         summary = next((b for b in reversed(t.blocks) if b.kind == "summary"), None)
-        errors = [b for b in t.blocks if b.kind != "summary"]
-        if summary is not None and summary.rank is not None:
+        root = t.used[0] if t.used and t.used[0].kind != "summary" else None
+        if root is not None and root.rank is not None:
+            t.failing_rank = root.rank
+        elif summary is not None:
             t.failing_rank = summary.rank
-        elif errors and errors[0].rank is not None:
-            t.failing_rank = errors[0].rank
         return t
 
 
+# the failure at the end of a log: the error blocks that start within this many lines of its last one (a startup
+# traceback a healthy run prints and survives is far earlier; the ranks of one crash report within seconds)
+FAILURE_SPAN = 300
+
+
 def _choose(blocks: list[Block]) -> list[Block]:
-    """The blocks an answer is built on, root cause first: the first failing rank's first traceback (else its first
-    error), the last traceback of the log, torchrun's last failure summary; at most MAX_USED, none twice."""
+    """The blocks an answer is built on, root cause first: the first traceback (else error) of the failure at the
+    end of the log, printed before the other ranks' reports of it (a peer's "connection closed", an NCCL timeout,
+    torchrun's summary, whose "first observed failure" is the first process to exit, not always the one that
+    failed); then the log's last traceback; then torchrun's last failure summary; at most MAX_USED, none twice."""
     errors = [b for b in blocks if b.kind != "summary"]
     summary = next((b for b in reversed(blocks) if b.kind == "summary"), None)
-    rank = summary.rank if summary is not None and summary.rank is not None else None
-    if rank is None and errors:
-        rank = errors[0].rank
-    mine = [b for b in errors if rank is None or b.rank in (rank, None)] or errors
-    tbs = [b for b in mine if b.kind == "traceback"]
     picks: list[Block] = []
-    if tbs:
-        picks.append(tbs[0])
-    elif mine:
-        picks.append(mine[0])
+    if errors:
+        last = max(b.end for b in errors)
+        tail = [b for b in errors if b.start >= last - FAILURE_SPAN and not b.generic] or errors
+        tbs = [b for b in tail if b.kind == "traceback"]
+        picks.append(tbs[0] if tbs else tail[0])
     last_tb = next((b for b in reversed(errors) if b.kind == "traceback"), None)
     last_err = errors[-1] if errors else None
     for b in (last_tb, last_err if last_tb is None else None, summary):
