@@ -9,7 +9,8 @@ Each log is an HF Trainer run of a tiny random GPT-2 (no download) on CPU under 
 - ``disk_full_save.log``: the checkpoint save at that step writes to a 2 MB tmpfs (``mount -t tmpfs``; needs root):
   torch.save fails as it does on a full disk;
 - ``token_out_of_range.log``: the batch at that step holds a token id past the embedding's rows (a tokenizer
-  with more tokens than the model): the embedding lookup fails.
+  with more tokens than the model): the embedding lookup fails;
+- ``healthy_trainer_torchrun.log``: the same run with nothing wrong (it saves at the end, to a real folder).
 
 ``manifest.yaml`` next to them records what each should be answered with (tests/test_logs_long.py). Absolute
 paths of this machine (the venv, the temporary folder) are replaced by ``/opt/venv`` and ``/job``.
@@ -53,7 +54,7 @@ class Tokens(Dataset):
 model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=128, n_layer=2, n_head=4))
 args = TrainingArguments(
     output_dir=OUT, per_device_train_batch_size=BATCH, max_steps=STEPS + 5, logging_steps=1,
-    save_steps=STEPS if MODE == "disk" else 10_000, report_to=[], use_cpu=True, dataloader_num_workers=0, seed=0,
+    save_steps=STEPS if MODE in ("disk", "ok") else 10_000, report_to=[], use_cpu=True, dataloader_num_workers=0, seed=0,
 )
 Trainer(model=model, args=args, train_dataset=Tokens()).train()
 """
@@ -61,6 +62,7 @@ Trainer(model=model, args=args, train_dataset=Tokens()).train()
 CASES = {
     "disk_full_save.log": "disk",
     "token_out_of_range.log": "token",
+    "healthy_trainer_torchrun.log": "ok",  # the same run, nothing wrong: what the failing ones print before failing
 }
 
 
@@ -86,8 +88,8 @@ def _run(mode: str, steps: int, work: Path) -> str:
     finally:
         if mode == "disk":
             subprocess.run(["umount", str(out)], check=False)
-    if p.returncode == 0:
-        raise SystemExit(f"{mode}: the run did not fail")
+    if (p.returncode == 0) != (mode == "ok"):
+        raise SystemExit(f"{mode}: exit code {p.returncode}\n{p.stderr[-2000:]}")
     text = p.stdout + p.stderr
     venv = str(Path(sys.executable).parent.parent)
     return re.sub(re.escape(str(work)), "/job", text.replace(venv, "/opt/venv"))

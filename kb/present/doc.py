@@ -294,7 +294,8 @@ def answer_blocks(answer: Any, site_url: str = "", long: bool = True, all_fronts
         )
         out.append(Block("text", f"{lb['judged_by']}: {used}", "dim"))
     if a.get("notes"):
-        out.append(Block("heading", lb["notes"], "warn"))
+        about_names = all(n.get("kind") == "param" for n in a["notes"])
+        out.append(Block("heading", lb["notes"] if about_names else lb["notes_any"], "warn"))
         for note in a["notes"]:
             ok = note.get("verdict") == "valid"
             out.append(Block("item", f"{'✓' if ok else '!'} {note['message']}", "dim" if ok else "warn", 1))
