@@ -11,6 +11,9 @@ file or stdin of any length: its state is bounded) and keeps:
   and the exit code);
 - the user's own words around the log (the lines before its first log line and after its last).
 
+torchrun's summary lists every failed rank under "Failures:" and the root cause ("first observed failure") after
+it; the root cause's rank and exit code are read from that part only.
+
 ``LogTriage.used`` are the blocks an answer is built on (the root cause: the first failing rank's first error;
 the last traceback; torchrun's summary), at most ``MAX_USED``; ``query_text`` is what retrieval reads: the user's
 words and those blocks, never the healthy lines. What counts as an error is a line's form (a level, an exception
@@ -58,6 +61,7 @@ _HEALTHY_FORM = re.compile(
 )
 _CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 _GENERIC = re.compile(r"ChildFailedError|CalledProcessError|SystemExit|exits? with return code|\bexitcode\b")
+_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\)")
 _SUMMARY_START = re.compile(r"^\s*={10,}\s*$")
 _SUMMARY_KEY = re.compile(r"Root Cause \(first observed failure\)|^\s*Failures:|\bFAILED\s*$")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
@@ -209,6 +213,7 @@ class _Reader:
         self.tb_exc = False  # the open traceback has reached its exception line
         self.chained = False  # ... and a "During handling of the above exception" line followed it
         self.summary: Block | None = None
+        self.summary_root = False  # inside the summary, past "Root Cause (first observed failure)"
         self.lead: list[str] = []  # the user's words before the log
         self.trail: list[str] = []  # lines after the last log line (the user's words, if the log ended)
         self.in_log = False
@@ -256,9 +261,11 @@ class _Reader:
         if self.summary is not None:
             self.summary.lines.append(line)
             self.summary.end = n
-            if (m := _SUMMARY_RANK.match(body)) and self.summary.rank is None:
+            if _ROOT_CAUSE.search(body):
+                self.summary_root = True  # the rank and exit code that follow are the root cause's
+            elif self.summary_root and (m := _SUMMARY_RANK.match(body)) and self.summary.rank is None:
                 self.summary.rank = int(m.group(1))
-            if (m := _SUMMARY_EXIT.match(body)) and self.summary.exitcode is None:
+            elif self.summary_root and (m := _SUMMARY_EXIT.match(body)) and self.summary.exitcode is None:
                 self.summary.exitcode = int(m.group(1))
             if _SUMMARY_START.match(body) or len(self.summary.lines) > MAX_BLOCK_LINES:
                 if any(_SUMMARY_KEY.search(_strip(x)[0]) for x in self.summary.lines):
@@ -268,6 +275,7 @@ class _Reader:
         if _SUMMARY_START.match(body):
             self._close_tb()
             self.summary = Block("summary", n, n, [line])
+            self.summary_root = False
             return
         if _TRACEBACK.search(body):
             if self.tb is not None and self.chained:  # the next traceback of a chained exception
@@ -314,10 +322,10 @@ class _Reader:
         t.used = _choose(t.blocks)
         summary = next((b for b in reversed(t.blocks) if b.kind == "summary"), None)
         root = t.used[0] if t.used and t.used[0].kind != "summary" else None
-        if root is not None and root.rank is not None:
-            t.failing_rank = root.rank
-        elif summary is not None:
+        if summary is not None and summary.rank is not None:
             t.failing_rank = summary.rank
+        elif root is not None:
+            t.failing_rank = root.rank
         return t
 
 
@@ -327,18 +335,20 @@ FAILURE_SPAN = 300
 
 
 def _choose(blocks: list[Block]) -> list[Block]:
-    """The blocks an answer is built on, root cause first: the first traceback (else error) of the failure at the
-    end of the log, printed before the other ranks' reports of it (a peer's "connection closed", an NCCL timeout,
-    torchrun's summary, whose "first observed failure" is the first process to exit, not always the one that
-    failed); then the log's last traceback; then torchrun's last failure summary; at most MAX_USED, none twice."""
+    """The blocks an answer is built on, root cause first: of the failure at the end of the log, the first traceback
+    (else error) of the rank torchrun's summary names as the root cause, else the first one printed (the other
+    ranks' reports of a crash, a peer's "connection closed" or an NCCL timeout, come after it); then the log's last
+    traceback; then torchrun's last failure summary; at most MAX_USED, none twice."""
     errors = [b for b in blocks if b.kind != "summary"]
     summary = next((b for b in reversed(blocks) if b.kind == "summary"), None)
+    root_rank = summary.rank if summary is not None else None
     picks: list[Block] = []
     if errors:
         last = max(b.end for b in errors)
         tail = [b for b in errors if b.start >= last - FAILURE_SPAN and not b.generic] or errors
-        tbs = [b for b in tail if b.kind == "traceback"]
-        picks.append(tbs[0] if tbs else tail[0])
+        mine = [b for b in tail if root_rank is not None and b.rank == root_rank] or tail
+        tbs = [b for b in mine if b.kind == "traceback"]
+        picks.append(tbs[0] if tbs else mine[0])
     last_tb = next((b for b in reversed(errors) if b.kind == "traceback"), None)
     last_err = errors[-1] if errors else None
     for b in (last_tb, last_err if last_tb is None else None, summary):
