@@ -11,7 +11,8 @@ A platform module turns its event into one of these calls and the Reply into its
   ``mem <model> key=value ...``, else a question) for platforms whose commands are one line of text.
 - ``mem_reply``: ``kb mem`` from a chat form; the options, their bounds and their errors are
   ``kb.memory.setup``'s (the same as the CLI's), and the model is never a path on the bot's host.
-- ``press``: a button or the reasons select (``bot.layout`` ids): more results, the other language, a vote.
+- ``press``: a button or the reasons select (``bot.layout`` ids): more results, the other language, one
+  result in full, a vote.
 - ``should_post``: a message nobody addressed to the bot (mode "all") gets only a confident answer.
 - ``Worker``: for a platform whose SDK calls back on threads (Slack's bolt): the work after the ack on a
   pool of its own, each service coroutine run to completion, retried events answered once, and any
@@ -249,6 +250,10 @@ async def command_reply(
     return await message_reply(service, platform, question, user=user, channel=channel, lang=lang, pasted=pasted)
 
 
+class DryRunError(ValueError):
+    """A dry run's vote that cannot be recorded (the reply has no answer to vote on, a bad reason)."""
+
+
 async def dry_run_reply(
     service: AnswerService,
     platform: str,
@@ -258,14 +263,64 @@ async def dry_run_reply(
     lang: str = "auto",
     user: str | None = None,
     channel: str | None = None,
+    vote: str | None = None,
+    reason: str | None = None,
+    inline_reasons: bool = True,
 ) -> Reply:
-    """What a mention with this question (and config) would get, as ``kb bot ... --dry-run`` shows it."""
+    """What a mention with this question (and config) would get, as ``kb bot ... --dry-run`` shows it. The
+    question is recorded in the service's feedback store like any ask; ``vote`` ("up" / "down") and ``reason``
+    (one of bot.feedback.REASONS; it means "down") are then clicked as that user would click them
+    (``dry_run_vote``), so ``kb gaps`` sees them."""
     question, pasted = split_pasted(query) if config_text is None else (query, None)
     if config_text is None and pasted:
         config_text, config_name = pasted, "<pasted>"
     if not question.strip() and config_text:
-        return await service.lint(config_text, config_name, lang if lang in ("en", "zh") else lang_of(config_text))
-    return await service.ask(AskRequest(question, config_text, config_name, lang, None, platform, user, channel))
+        reply = await service.lint(config_text, config_name, lang if lang in ("en", "zh") else lang_of(config_text))
+    else:
+        reply = await service.ask(AskRequest(question, config_text, config_name, lang, None, platform, user, channel))
+    if vote or reason:
+        await dry_run_vote(service, reply, vote or "down", reason, user, channel, inline_reasons)
+    return reply
+
+
+def dry_run_note(path: str, vote: str | None, reason: str | None) -> str:
+    """What a dry run recorded in the feedback database at ``path``, for the one who ran it (a terminal)."""
+    voted = ""
+    if vote or reason:
+        voted = f" and a {'down' if reason else vote} vote" + (f" ({reason})" if reason else "")
+    return f"recorded the question{voted} in {path}: kb gaps --db {path}"
+
+
+async def dry_run_vote(
+    service: AnswerService,
+    reply: Reply,
+    vote: str,
+    reason: str | None,
+    user: str | None,
+    channel: str | None,
+    inline_reasons: bool = True,
+) -> list[str]:
+    """Click "helpful" / "not helpful" under ``reply`` (and choose ``reason`` in the reasons select) the way
+    ``press`` handles a real click; the thank-you texts. DryRunError when there is nothing to vote on."""
+    from bot.feedback import REASONS
+    from bot.layout import control_id
+
+    if vote not in ("up", "down") or (reason is not None and (vote != "down" or reason not in REASONS)):
+        raise DryRunError(f"a vote is up or down; a reason ({', '.join(REASONS)}) goes with a down vote only")
+    if not reply.ask_id:
+        raise DryRunError(f"nothing to vote on: the reply is {reply.kind} ({reply.message or 'no question asked'})")
+    lang = reply.lang
+    clicks = [(control_id("vote", reply.ask_id, vote, lang), None)]
+    if reason:
+        clicks.append((control_id("reason", reply.ask_id, lang=lang), reason))
+    said = []
+    for cid, value in clicks:
+        p = await press(service, cid, value, user, channel, lang, inline_reasons)
+        said.append(p.text or "")
+    expected = msg(lang, "thanks_reason", reason=msg(lang, f"reason.{reason}")) if reason else msg(lang, "thanks")
+    if said[-1] != expected:
+        raise DryRunError(said[-1])
+    return said
 
 
 # ---------------------------------------------------------------- buttons and the reasons select
@@ -296,6 +351,8 @@ async def press(
     if action in ("more", "lang"):
         more = action == "more"
         return Pressed(reply=await service.again(ask_id, None if more else arg, more, user, channel))
+    if action == "full":
+        return Pressed(reply=await service.expand(ask_id, int(arg or 0), lang, user, channel))
     if action == "vote":
         text = await service.vote(ask_id, arg == "up", None, user, lang)
         ask = arg == "down" and not inline_reasons and text == msg(lang, "thanks")

@@ -476,10 +476,19 @@ def run(settings: Settings | None = None) -> None:
     KbDiscordBot(settings).run(token, log_handler=None)  # logging is configured above; the token is never logged
 
 
+DRY_RUN_USER = "dry-run"
+
+
 def dry_run(service: AnswerService, query: str, **options: Any) -> dict[str, Any]:
-    """The exact JSON body the bot would post for this question as a mention (no token, no network);
-    ``options``: ``config_text``, ``config_name``, ``lang`` (``bot.chat.dry_run_reply``)."""
+    """The exact JSON body the bot would post for this question as a mention (no token, no network); the
+    question goes into the service's feedback store as user ``dry-run``. ``options``: ``config_text``,
+    ``config_name``, ``lang``, and ``vote`` / ``reason``: clicked under the answer as that user would click
+    them (``bot.chat.dry_run_reply``; the reasons follow a "not helpful" here, as on Discord)."""
     allow = service.settings.allow_channels
     channel = allow[0] if allow else None
-    reply = asyncio.run(chat.dry_run_reply(service, PLATFORM, query, user="dry-run", channel=channel, **options))
+    reply = asyncio.run(
+        chat.dry_run_reply(
+            service, PLATFORM, query, user=DRY_RUN_USER, channel=channel, inline_reasons=False, **options
+        )
+    )
     return wire_payload(render(reply))

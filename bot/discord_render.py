@@ -49,6 +49,8 @@ LIMITS = {
     "footer": 2048,
     "total": 6000,  # every embed's title, description, field names and values, footer (and author) together
     "custom_id": 100,
+    "rows": 5,  # action rows of a message
+    "row_buttons": 5,  # buttons of one row (a select fills a row alone)
     "label": 80,
     "placeholder": 150,
     "option_label": 100,
@@ -133,21 +135,24 @@ def embeds(cards: list[Any]) -> list[dict[str, Any]]:
 
 
 def components(controls: list[Control]) -> list[dict[str, Any]]:
-    """The buttons in one action row; a select in a row of its own."""
+    """The buttons of each group in action rows of at most five (the answer's own buttons first, then the
+    "Full answer N" ones); a select in a row of its own."""
     rows: list[dict[str, Any]] = []
-    buttons = [
-        {
-            "type": 2,
-            "style": STYLE.get(c.style, 2),
-            "disabled": False,
-            "label": c.label[: LIMITS["label"]],
-            "custom_id": c.id,
-        }
-        for c in controls
-        if c.kind == "button"
-    ]
-    if buttons:
-        rows.append({"type": 1, "components": buttons})
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for c in controls:
+        if c.kind == "button":
+            groups.setdefault(c.group, []).append(
+                {
+                    "type": 2,
+                    "style": STYLE.get(c.style, 2),
+                    "disabled": False,
+                    "label": c.label[: LIMITS["label"]],
+                    "custom_id": c.id,
+                }
+            )
+    for buttons in groups.values():
+        for i in range(0, len(buttons), LIMITS["row_buttons"]):
+            rows.append({"type": 1, "components": buttons[i : i + LIMITS["row_buttons"]]})
     for c in controls:
         if c.kind == "select":
             select = {
@@ -233,6 +238,19 @@ def problems(body: dict[str, Any]) -> list[str]:
         texts = [e.get("description", ""), *(f["value"] for f in fs)]
         if any(t.count("```") % 2 for t in texts):
             out.append(f"embed {i}: a code block opened and not closed")
+    rows = body.get("components") or []
+    if len(rows) > LIMITS["rows"]:
+        out.append(f"{len(rows)} action rows")
+    for i, row in enumerate(rows):
+        items = row.get("components") or []
+        selects = [c for c in items if c.get("type") == 3]
+        if not items or len(items) > LIMITS["row_buttons"] or (selects and len(items) > 1):
+            out.append(f"row {i}: {len(items)} components")
+        for c in items:
+            if not 0 < len(c.get("custom_id") or "") <= LIMITS["custom_id"]:
+                out.append(f"row {i}: custom_id")
+            if len(c.get("label") or "") > LIMITS["label"] or len(c.get("placeholder") or "") > LIMITS["placeholder"]:
+                out.append(f"row {i}: label or placeholder too long")
     return out
 
 

@@ -6,16 +6,25 @@ answer" message, one card per result) made of *parts* (a heading with what follo
 snippet, one finding). A part is never split across messages and a code block never across blocks, so
 a snippet is shown whole or not at all. Each part has a *tier* (what stays when the message is full):
 
-- tier 0: the first finding, the memory verdict, the top result's title, summary and first source, the
-  "no confident answer" message and the closest entries;
-- tier 1: two more findings, the memory terms, the notes, the top result's first fix, its myths and its
-  other sources;
-- tier 2: the other findings, the later results' titles, summaries and first sources (in rank order);
-- tier 3 to 5: the top result's other fixes, its parameters and the rest, then the later results' rest.
+An answer is shown *compact* (``compact_result``): every result (the top three by default) with its title,
+its one-line "why" (what matched), its first fix (the title and a short snippet, or one line of its text; a
+snippet for the user's front end only, ``Answer.front_end``, never every front end's) and its first source,
+and under the answer a button per result ("Full answer N", ``kb:full``) that posts that result whole
+(``entry_layout``: everything, as ``kb show`` has it) as a reply in the conversation. The tiers of an answer:
+
+- tier 0: the first finding, the memory verdict, each result's title, "why" and first source (in rank order),
+  the "no confident answer" message and the closest entries;
+- tier 1: two more findings, the memory terms, the notes, each result's first fix (in rank order);
+- tier 2: the other findings, the myths a result corrects that the question repeats.
+
+A whole entry (a "Full answer" click, ``/kb show``) is drawn from ``kb.present.doc.result_blocks``: tier 0 its
+title, summary and first source; tier 1 its first fix, myths, causes and other sources; tier 3 its other
+fixes; tier 4 its parameters; tier 5 the other front ends' equivalents (the first to go).
 
 A sequence (the findings, the fixes, the results) is kept as a prefix, never with a gap; a result's head
-and its first source go together (a result is never shown uncited). What is left out is counted, the user is told (``bot.messages``
-"truncated") and gets the whole reply as a Markdown file where the platform can attach one.
+and its first source go together (a result is never shown uncited). What is left out is counted, the user is
+told (``bot.messages`` "truncated"; never a command they would have to run elsewhere) and gets the whole reply
+as a Markdown file where the platform can attach one, and the entry's page on the site when there is one.
 
 A platform (``Platform``) is data and two functions: its ``name``, its ``Markup`` (how it writes text,
 bold, a code block, a link, a list item, and how user text is made harmless), its ``Limits``, whether the
@@ -25,7 +34,8 @@ finds a problem (its own count of blocks or characters), drops the least importa
 
 Buttons have one id grammar on every platform (``control_id``): ``kb:more:<ask_id>:<lang>``,
 ``kb:lang:<ask_id>:<to>``, ``kb:vote:<ask_id>:<up|down>:<lang>``, ``kb:reason:<ask_id>:<lang>`` (the
-chosen reason is the select's value). The id carries all a click needs, so a restarted bot handles it.
+chosen reason is the select's value), ``kb:full:<ask_id>:<n>:<lang>`` (result n in full). The id carries
+all a click needs, so a restarted bot handles it.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from urllib.parse import urlsplit
 
 from bot.feedback import REASONS
 from bot.messages import msg
-from kb.present.doc import EQUIVALENTS, Block, answer_blocks, as_dict, result_blocks, source_text
+from kb.present.doc import EQUIVALENTS, Block, answer_blocks, as_dict, front_label, result_blocks, source_text
 from kb.present.labels import LABELS, L
 from kb.present.links import code_url, entry_url
 
@@ -124,6 +134,8 @@ class Control:
     label: str  # raw text: the button's, or the select's placeholder
     style: str = ""  # primary | secondary | success | danger
     options: tuple[tuple[str, str], ...] = ()  # a select's (value, label)
+    group: str = ""  # controls of one group go together (a row); "expand": the "Full answer N" buttons
+    card: int | None = None  # the card it belongs to: shown only while that card is shown
 
 
 @dataclass
@@ -146,6 +158,7 @@ class Card:
     tone: str = "result"  # result | error | warning | ok | dim
     divider: bool = False  # a later result: a platform may draw a rule before it
     heads: bool = False  # the title is the layout's headline (a platform with a header may skip it)
+    rank: int = 0  # a result's rank in the answer (1-based); 0: not a result of an answer
     parts: list[Part] = field(default_factory=list)
 
 
@@ -171,17 +184,22 @@ class Layout:
     dropped: int = 0
     # what ``render`` needs to say what is missing
     whole: File | None = None
-    entry: str | None = None  # the entry `kb show` has the missing parts of (the top one by default)
-    command: str = ""  # the kb command that shows everything when there is no entry (lint, mem)
-    site: str = ""
+    page: str | None = None  # the page on the site with everything (a whole entry, when the site is set)
 
 
 # ---------------------------------------------------------------- ids of buttons and selects
 
-ACTIONS: dict[str, tuple[str, ...]] = {"more": (), "lang": ("en", "zh"), "vote": ("up", "down"), "reason": ()}
+MAX_EXPAND = 10  # results with a "Full answer" button (two rows of five on Discord)
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "more": (),
+    "lang": ("en", "zh"),
+    "vote": ("up", "down"),
+    "reason": (),
+    "full": tuple(str(n) for n in range(1, MAX_EXPAND + 1)),  # the result (1-based) to show whole
+}
 PRIVATE = ("vote", "reason")  # answered to the one who clicked only
 _ASK_ID = r"[0-9A-Za-z_-]{1,64}"
-CONTROL_ID = re.compile(rf"kb:(?:more|lang|vote|reason):{_ASK_ID}(?::[a-z]{{2,4}}){{0,2}}")
+CONTROL_ID = re.compile(rf"kb:(?:more|lang|vote|reason|full):{_ASK_ID}(?::[a-z0-9]{{1,4}}){{0,2}}")
 ID_MAX = 100
 
 
@@ -213,6 +231,18 @@ def control_id(action: str, ask_id: str, arg: str | None = None, lang: str | Non
 def reason_select(ask_id: str, lang: str) -> Control:
     options = tuple((r, msg(lang, f"reason.{r}")) for r in REASONS)
     return Control("select", control_id("reason", ask_id, lang=lang), msg(lang, "reason.placeholder"), options=options)
+
+
+def expand_controls(ask_id: str | None, lang: str, cards: list[Card]) -> list[Control]:
+    """A "Full answer N" button per result card (the first MAX_EXPAND): it posts result N whole."""
+    if not ask_id or not re.fullmatch(_ASK_ID, ask_id):
+        return []
+    out = []
+    for ci, c in enumerate(cards):
+        if c.kind == "result" and c.rank and c.rank <= MAX_EXPAND:
+            cid = control_id("full", ask_id, str(c.rank), lang)
+            out.append(Control("button", cid, msg(lang, "button.full", n=c.rank), "secondary", group="expand", card=ci))
+    return out
 
 
 def answer_controls(ask_id: str | None, lang: str, reasons: bool) -> list[Control]:
@@ -289,6 +319,34 @@ def sections(answer: Any) -> list[Section]:
 
 def entry_sections(result: dict[str, Any], lang: str) -> list[Section]:
     return _sections(result_blocks(result, lang), 1)
+
+
+# ---------------------------------------------------------------- the compact view of a result
+
+WHY_CHARS = 160  # the one-line "why"
+LINE_CHARS = 220  # a fix's one line of text, a myth, a withdrawal or version note
+TITLE_CHARS = 200  # a fix's title
+SNIPPET_CHARS = 700  # a snippet shown in the compact view: at most this long ...
+SNIPPET_LINES = 16  # ... and this many lines (else the fix's first sentence stands in for it)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(])|(?<=[。！？；])")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of an English or Chinese text (the whole text when it has one sentence)."""
+    text = " ".join(str(text).split())
+    parts = _SENTENCE_END.split(text, maxsplit=1)
+    return parts[0] if parts and parts[0] else text
+
+
+def user_equivalent(fix: dict[str, Any], front_end: str | None) -> dict[str, Any] | None:
+    """The fix's equivalent for the user's front end (``Answer.front_end``): the one for that front end, or the
+    first of its family ("accelerate"); None when the front end is unknown (None) or the ds_config itself."""
+    from kb.doctor.frontends import DS_CONFIG, FAMILIES
+
+    if not front_end or front_end == DS_CONFIG:
+        return None
+    wanted = FAMILIES.get(front_end, (front_end,))
+    return next((eq for eq in fix.get("equivalents") or [] if eq.get("front_end") in wanted), None)
 
 
 # ---------------------------------------------------------------- writing blocks in a platform's markup
@@ -402,10 +460,22 @@ class _Writer:
             else:
                 groups[-1].append(b)
         for j, g in enumerate(groups or [[]]):
-            lines = [_line(b, self.m) for b in g]
+            lines = [self.see(b) or _line(b, self.m) for b in g]
             tier = 0 if j == 0 else 1 if j < 3 else 2
             card.parts.append(self.part(([lead] if lead and j == 0 else []) + lines, tier=tier, seq=f"f{ci}", card=ci))
         return card
+
+    def see(self, b: Block) -> tuple[str, bool] | None:
+        """A finding's "see: kb show ID" line (a terminal's) as a chat user can follow it: the entry's page on
+        the site, else the chat's own ``/kb show ID``; None for any other line."""
+        prefix = self.lb["see"] + ": kb show "
+        eid = b.text[len(prefix) :] if b.kind == "text" and b.text.startswith(prefix) else ""
+        if not eid or not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,99}", eid):
+            return None
+        url = entry_url(self.site, self.lang, eid)
+        sep = "：" if self.lang == "zh" else ": "
+        target = self.m.link(eid, url) if url else self.m.text(f"/kb show {eid}")
+        return self.m.text(self.lb["see"] + sep) + target, False
 
     def memory(self, sec: Section, ci: int) -> Card:
         head = sec.blocks[0]
@@ -474,11 +544,71 @@ class _Writer:
                 card.parts.append(self.blocks(blocks, tier=t_first if fixes == 1 else t_fixes, seq=f"x{ci}", card=ci))
             elif head.kind == "heading" and head.text in (self.lb["myths"], self.lb["cause"]):
                 card.parts.append(self.blocks(blocks, tier=t_first, card=ci))
-            else:  # verified parameters, the same settings for another front end, anything doc.py adds
+            elif sec.kind == "equivalent":  # the same settings for another front end: the first to go
+                card.parts.append(self.blocks(blocks, tier=t_rest + 1, card=ci))
+            else:  # verified parameters, anything doc.py adds
                 card.parts.append(self.blocks(blocks, tier=t_rest, card=ci))
         if pending:
             card.parts.append(self.blocks(pending, tier=t_rest, card=ci))
         return card
+
+    def compact_result(self, r: dict[str, Any], ci: int, n: int, front_end: str | None) -> Card:
+        """One result of an answer, compact: its title (linked to its page), the one-line "why", its first fix
+        (``first_fix``), the myths it corrects that the question repeats, and its first source."""
+        lb, m, sep = self.lb, self.m, "：" if self.lang == "zh" else ": "
+        rid = str(r["id"])
+        card = Card("result", entry=rid, divider=n > 1, heads=n == 1, rank=n)
+        card.meta = m.text(f"{rid} \u00b7 {lb['score']} {r.get('score')}")
+        lead = self.title(card, f"{n}. {r['title']}", entry_url(self.site, self.lang, rid))
+        lines: list[tuple[str, bool] | None] = [lead] if lead else []
+        if r.get("why"):
+            lines.append((m.text(lb["why"] + sep + shorten(r["why"], WHY_CHARS)), False))
+        elif r.get("summary"):
+            lines.append((m.text(shorten(first_sentence(r["summary"]), WHY_CHARS)), False))
+        if r.get("withdrawn"):
+            lines.append((m.text(f"{lb['withdrawn']} " + shorten(r["withdrawn"], LINE_CHARS)), False))
+        if r.get("applies") is False:
+            lines.append(
+                (m.text(lb["version_demoted"] + sep + shorten(r.get("version_note") or "", LINE_CHARS)), False)
+            )
+        card.parts.append(self.part(lines, tier=0, seq="results", bundle=ci, card=ci))
+        fixes = r.get("fixes") or []
+        if fixes:
+            more = [(m.text(msg(self.lang, "more_fixes", n=len(fixes) - 1)), False)] if len(fixes) > 1 else []
+            card.parts.append(self.part(self.first_fix(fixes[0], front_end) + more, tier=1, seq="fixes", card=ci))
+        for my in [x for x in r.get("myths") or [] if x.get("touched")]:
+            wrong = m.text(f"\u2717 {lb['wrong']}{sep}" + shorten(my["claim"], LINE_CHARS))
+            right = m.text(f"\u2713 {lb['right']}{sep}" + shorten(my["correction"], LINE_CHARS))
+            card.parts.append(self.part([(m.item(wrong), False), (m.item(right), False)], tier=2, card=ci))
+        if r.get("sources"):
+            first = [self.source(r["sources"][0])]
+            card.parts.append(self.named(lb["sources"], first, tier=0, seq="results", bundle=ci, card=ci))
+        return card
+
+    def first_fix(self, f: dict[str, Any], front_end: str | None) -> list[tuple[str, bool] | None]:
+        """A fix in a few lines: its title, then its snippet when it is short (else the first sentence of its
+        text), and the same settings for the user's front end when the answer knows it and has them."""
+        m, lb = self.m, self.lb
+        lines: list[tuple[str, bool] | None] = [(m.bold(m.text("1. " + shorten(f["title"], TITLE_CHARS))), False)]
+        code = self.snippet(f.get("snippet"))
+        lines.append(code or (m.text(shorten(first_sentence(f.get("text") or ""), LINE_CHARS)), False))
+        eq = user_equivalent(f, front_end)
+        eq_code = self.snippet(eq.get("snippet")) if eq else None
+        if eq and eq_code:
+            label = lb["same_in"].format(front=front_label(eq["front_end"], self.lang))
+            lines += [(m.text(label + ("：" if self.lang == "zh" else ":")), False), eq_code]
+        return [ln for ln in lines if ln and ln[0]]
+
+    def snippet(self, sn: dict[str, Any] | None) -> tuple[str, bool] | None:
+        """A short snippet as a whole code block; None when there is none, it is long, or this platform
+        cannot show it whole."""
+        if not sn or not sn.get("code"):
+            return None
+        code = str(sn["code"]).rstrip("\n")
+        if len(code) > SNIPPET_CHARS or code.count("\n") >= SNIPPET_LINES:
+            return None
+        written = self.m.code(code, "" if sn.get("lang") == "text" else str(sn.get("lang") or ""))
+        return (written, True) if written and len(written) <= self.lim.block - 200 else None
 
 
 def short_url(url: str) -> str:
@@ -502,8 +632,7 @@ def answer_layout(answer: Any, platform: Platform, ask_id: str | None = None, si
     w = _Writer(platform, lang, site)
     results = a.get("results") or []
     cards: list[Card] = []
-    secs = sections(a)
-    for sec in [s for s in secs if s.result is None]:
+    for sec in [s for s in sections(a) if s.result is None]:
         ci = len(cards)
         if sec.kind == "findings":
             cards.append(w.findings(sec, ci, any(f.get("severity") == "error" for f in a.get("findings") or [])))
@@ -517,11 +646,10 @@ def answer_layout(answer: Any, platform: Platform, ask_id: str | None = None, si
             cards[-1].parts.append(w.closest(sec, a.get("closest") or [], len(cards) - 1))
         else:  # the "no confident answer" message, or anything doc.py adds before the results
             cards.append(Card("message", tone="dim", parts=[w.blocks(sec.blocks, tier=0, card=ci)]))
-    for n, r in enumerate(results, 1):
-        rs = [s for s in secs if s.result == n]
-        if rs:
-            cards.append(w.result(rs, r, len(cards), first=n == 1, n=n))
-    # the entry `kb show` completes: the first curated one (a registry fact has no entry to show)
+    if a.get("answered"):
+        for n, r in enumerate(results, 1):
+            cards.append(w.compact_result(r, len(cards), n, a.get("front_end")))
+    # the whole answer's file is named after the first curated entry (a registry fact has no entry of its own)
     entries = [r for r in results if r.get("kind", "entry") == "entry"]
     closest = [c for c in a.get("closest") or [] if not str(c["id"]).startswith("registry:")]
     top = entries[0]["id"] if entries else "" if results else (closest or [{"id": ""}])[0]["id"]
@@ -531,16 +659,15 @@ def answer_layout(answer: Any, platform: Platform, ask_id: str | None = None, si
         cards,
         headline=title,
         subtitle=msg(lang, "asked", query=a["query"]) if a.get("query") else "",
-        controls=answer_controls(ask_id, lang, platform.inline_reasons),
+        controls=answer_controls(ask_id, lang, platform.inline_reasons) + expand_controls(ask_id, lang, cards),
         fallback=title if a.get("answered") else (a.get("message") or title),
         whole=File(f"kb-answer-{top or 'answer'}.md", shorten(title, 200), markdown.answer(a)),
-        entry=top or None,
-        site=site,
     )
 
 
 def entry_layout(report: dict[str, Any], lang: str, platform: Platform, site: str = "") -> Layout:
-    """``kb show``: a ShowReport (or a bare Result) with everything in it (causes, all myths, related)."""
+    """``kb show``, or one result of an answer in full (a "Full answer" click): a ShowReport (or a bare Result)
+    with everything in it (causes, all myths, related, every front end's equivalent it carries)."""
     from kb.present import markdown
 
     result = report["result"] if "result" in report else report
@@ -548,7 +675,8 @@ def entry_layout(report: dict[str, Any], lang: str, platform: Platform, site: st
     card = _Writer(platform, lang, site).result(entry_sections(result, lang), result, 0, first=True, n=1)
     title = str(result["title"])
     whole = File(f"kb-{result['id']}.md", shorten(title, 200), markdown.entry(result, lang))
-    return Layout(lang, [card], headline=title, fallback=title, whole=whole, entry=str(result["id"]), site=site)
+    page = entry_url(site, lang, str(result["id"]))
+    return Layout(lang, [card], headline=title, fallback=title, whole=whole, page=page)
 
 
 def lint_layout(report: dict[str, Any], lang: str, platform: Platform) -> Layout:
@@ -566,7 +694,7 @@ def lint_layout(report: dict[str, Any], lang: str, platform: Platform) -> Layout
     errors = any(f.get("severity") == "error" for f in report["findings"])
     card = _Writer(platform, lang).findings(Section(blocks, None, "findings"), 0, errors)
     whole = File("kb-lint.md", shorten(blocks[0].text, 200), markdown.blocks_markdown(blocks))
-    return Layout(lang, [card], headline=L(lang)["findings"], fallback=blocks[0].text, whole=whole, command="kb lint")
+    return Layout(lang, [card], headline=L(lang)["findings"], fallback=blocks[0].text, whole=whole)
 
 
 def memory_layout(report: dict[str, Any], lang: str, platform: Platform) -> Layout:
@@ -584,7 +712,7 @@ def memory_layout(report: dict[str, Any], lang: str, platform: Platform) -> Layo
     whole = File("kb-mem.md", lb["memory"], markdown.blocks_markdown(blocks))
     sep = "：" if lang == "zh" else ": "
     fallback = sep.join((lb["memory"], str(report.get("model")), verdict))
-    return Layout(lang, [card], headline=lb["memory"], fallback=fallback, whole=whole, command="kb mem")
+    return Layout(lang, [card], headline=lb["memory"], fallback=fallback, whole=whole)
 
 
 def notice_layout(text: str, lang: str, platform: Platform, error_id: str | None = None) -> Layout:
@@ -687,31 +815,33 @@ def _dropping(cards: list[Card], kept: set[int]) -> set[int]:
     return ids
 
 
-def _notice(lay: Layout, platform: Platform, entry: str | None, file: File | None) -> str:
-    lang, m, name = lay.lang, platform.markup, platform.name
-    if entry:
-        text = msg(lang, "truncated", platform=name, dropped=lay.dropped, entry_id=entry)
-        text += " " + msg(lang, "attached", filename=file.name) if file else ""
-    elif file:
-        text = msg(lang, "truncated_file", platform=name, dropped=lay.dropped, filename=file.name)
-    else:
-        text = msg(lang, "truncated_cli", platform=name, dropped=lay.dropped, command=lay.command or "kb")
-    url = entry_url(lay.site, lang, entry) if entry else None
-    return m.text(text) + (" " + m.link(url, url) if url else "")
+def _notice(lay: Layout, platform: Platform, file: File | None) -> str:
+    """What did not fit and where the user gets it: the attached file, the "Full answer" buttons, the entry's
+    page on the site. Never a command to run somewhere else."""
+    lang, m = lay.lang, platform.markup
+    said = [msg(lang, "truncated", platform=platform.name, dropped=lay.dropped)]
+    if file:
+        said.append(msg(lang, "attached", filename=file.name))
+    if any(c.group == "expand" for c in lay.controls):
+        said.append(msg(lang, "expand_hint"))
+    text = m.text(" ".join(said))
+    if lay.page:
+        text += " " + m.text(L(lang)["page"] + (": " if lang == "en" else "：")) + m.link(lay.page, lay.page)
+    return text
 
 
 def _final(lay: Layout, kept: set[int], platform: Platform, files: bool) -> Layout:
-    cards, missing = [], None
-    for c in lay.cards:
+    cards, shown = [], set()
+    for ci, c in enumerate(lay.cards):
         ps = [p for p in c.parts if id(p) in kept]
-        if len(ps) < len(c.parts) and missing is None:
-            missing = c.entry
         if ps:
             cards.append(replace(c, parts=ps))
-    out = replace(lay, cards=cards, dropped=sum(len(c.parts) for c in lay.cards) - len(kept))
+            shown.add(ci)
+    controls = [c for c in lay.controls if c.card is None or c.card in shown]  # no button for a result not shown
+    out = replace(lay, cards=cards, controls=controls, dropped=sum(len(c.parts) for c in lay.cards) - len(kept))
     if out.dropped:
         out.file = lay.whole if files else None
-        out.notice = _notice(out, platform, missing or lay.entry, out.file)
+        out.notice = _notice(out, platform, out.file)
     elif not cards and not out.text:
         out.text = platform.markup.text(L(lay.lang)["no_results"])  # never an empty message
     return out

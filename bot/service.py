@@ -241,15 +241,8 @@ class AnswerService:
             return gated
         if not query:
             return Reply("refused", lang, message=msg(lang, "empty"))
-        k = req.k or self.settings.results
-        cfg_hash = hashlib.sha1(req.config_text.encode("utf-8", "replace")).hexdigest()[:12] if req.config_text else ""
-        key = f"{normalise(query)}\0{cfg_hash}\0{req.lang}\0{k}"
-        answer = self.cache.get(key)
-        cached = answer is not None
         try:
-            if answer is None:
-                answer = await self._run(self._ask_core, query, req.config_text, req.config_name, k, req.lang)
-                self.cache.put(key, answer)
+            answer, cached = await self._answer(req)
             ask_id = await self._run(self.store.record_ask, answer, req.platform, req.channel_id, req.user_id)
         except (QueryError, ConfigError) as e:
             self._log("refused", reason=type(e).__name__, **ctx)
@@ -313,6 +306,75 @@ class AnswerService:
         )
         return await self.ask(new)
 
+    def _key(self, req: AskRequest) -> str:
+        k = req.k or self.settings.results
+        cfg_hash = hashlib.sha1(req.config_text.encode("utf-8", "replace")).hexdigest()[:12] if req.config_text else ""
+        return f"{normalise(req.query or '')}\0{cfg_hash}\0{req.lang}\0{k}"
+
+    async def _answer(self, req: AskRequest) -> tuple[dict[str, Any], bool]:
+        """(the answer to ``req``, whether it came from the cache): the core runs in the pool on a miss."""
+        key = self._key(req)
+        answer = self.cache.get(key)
+        if answer is not None:
+            return answer, True
+        k = req.k or self.settings.results
+        answer = await self._run(
+            self._ask_core, (req.query or "").strip(), req.config_text, req.config_name, k, req.lang
+        )
+        self.cache.put(key, answer)
+        return answer, False
+
+    async def expand(
+        self, ask_id: str, n: int, lang: str = "en", user: str | None = None, channel: str | None = None
+    ) -> Reply:
+        """Result ``n`` (1-based) of an earlier answer, whole (a "Full answer" click): the ShowReport of that
+        result as the answer had it (the user's versions and front end included) as ``data``. The answer is
+        the cached one of the same request, else asked again; after a restart the question comes from the
+        feedback store (without its config attachment, which is never stored), and an entry that is no longer
+        among its results is shown as ``kb show`` has it. Nothing new is recorded."""
+        from kb.ask.engine import QueryError
+        from kb.contract import show_report
+        from kb.doctor.configs import ConfigError
+
+        if not self.settings.allowed(channel):
+            return Reply("refused", lang, message=msg(lang, "not_allowed"))
+        unknown = Reply(
+            "refused", lang, message=msg(lang, "bad_input", reason=msg(lang, "unknown_answer", ask_id=ask_id))
+        )
+        with self._recent_lock:
+            req = self._recent.get(ask_id)
+        seen: str | None = None  # the entry the user was shown at rank n, when the request is gone
+        if req is None:
+            rec = await self._run(lambda: next((a for a in self.store.asks() if a.id == ask_id), None))
+            if rec is None or not 0 < n <= len(rec.results):
+                return unknown
+            seen = str(rec.results[n - 1]["id"])
+            k = max(n, self.settings.results)
+            req = AskRequest(rec.query, lang=rec.lang, k=k, platform=rec.platform, channel_id=rec.channel)
+        # a cached answer costs nothing (no rate-limit token); when the core must run again, that is an ask
+        if self.cache.get(self._key(req)) is None:
+            gated = self._gate(lang, user, channel)
+            if gated:
+                return gated
+        try:
+            answer, _ = await self._answer(req)
+        except (QueryError, ConfigError) as e:
+            return Reply("refused", lang, message=msg(lang, "bad_input", reason=str(e)))
+        except Exception as e:  # noqa: BLE001 - the user gets a reason and an id, the log the traceback
+            return self.internal_error("expand", e, lang=lang)
+        results = answer.get("results") or []
+        r = results[n - 1] if 0 < n <= len(results) else None
+        if seen is not None and (r is None or r["id"] != seen):
+            r = next((x for x in results if x["id"] == seen), None)
+            if r is None and seen in self.engine.index.entries:
+                return await self._show(seen, answer.get("lang") or lang)
+        if r is None:
+            return unknown
+        self._log("expand", ask_id=ask_id, n=n, entry=r["id"])
+        out_lang = answer.get("lang") or lang
+        data = show_report(r, out_lang).to_dict()  # type: ignore[arg-type]
+        return Reply("entry", out_lang, data=data, ask_id=ask_id, site_base_url=self.settings.site_base_url)
+
     def _ask_core(self, query: str, config_text: str | None, config_name: str, k: int, lang: str) -> dict[str, Any]:
         return self.engine.ask(query, config_text=config_text, config_name=config_name, k=k, lang=lang).to_dict()
 
@@ -361,12 +423,15 @@ class AnswerService:
 
     async def show(self, entry_id: str, lang: str = "en", user: str | None = None, channel: str | None = None) -> Reply:
         """``kb show``: the ShowReport (kb.contract) as ``data``."""
-        from kb.ask.result import entry_result
-        from kb.contract import show_report
-
         gated = self._gate(lang, user, channel)
         if gated:
             return gated
+        return await self._show(entry_id, lang)
+
+    async def _show(self, entry_id: str, lang: str) -> Reply:
+        from kb.ask.result import entry_result
+        from kb.contract import show_report
+
         e = self.engine.index.entries.get(entry_id)
         if e is None:
             return Reply("refused", lang, message=msg(lang, "unknown_entry", entry_id=entry_id))

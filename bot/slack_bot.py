@@ -389,11 +389,21 @@ def run(settings: Settings) -> None:
         service.close()
 
 
-def dry_run(service: AnswerService, query: str, channel: str = "C0DRYRUN", **options: Any) -> dict[str, Any]:
+DRY_RUN_USER = "U0DRYRUN"
+
+
+def dry_run(service: AnswerService, query: str, channel: str | None = None, **options: Any) -> dict[str, Any]:
     """The exact chat.postMessage body (with "channel") the bot would send for a mention with this question;
-    no token, no network. ``options``: ``config_text``, ``config_name``, ``lang`` (``bot.chat.dry_run_reply``);
-    like a mention, a ``` block in ``query`` is the config when there is no ``config_text``."""
-    reply = SlackBot.run(chat.dry_run_reply(service, PLATFORM, query, user="U0DRYRUN", channel=channel, **options))
+    no token, no network. The channel is the first of ``allow_channels`` (else ``C0DRYRUN``); the question
+    goes into the service's feedback store as user ``U0DRYRUN``. ``options``: ``config_text``,
+    ``config_name``, ``lang``, and ``vote`` / ``reason``: clicked under the answer as that user would click them
+    (``bot.chat.dry_run_reply``); like a mention, a ``` block in ``query`` is the config when there is no
+    ``config_text``."""
+    allow = service.settings.allow_channels
+    channel = channel or (allow[0] if allow else "C0DRYRUN")
+    reply = SlackBot.run(
+        chat.dry_run_reply(service, PLATFORM, query, user=DRY_RUN_USER, channel=channel, inline_reasons=True, **options)
+    )
     return post_body(reply, channel)[0]
 
 

@@ -7,7 +7,7 @@ buttons come from ``bot.layout``; this module says how Slack writes text (``Slac
 Slack's limits as data, and maps a layout to blocks: a header (the headline), a context line (the
 question, the lint summary), per card a divider before a later result, its title and meta (the entry id
 linked to its page on the site), one section per part (a code block never split), the notice, the
-buttons and the reasons select.
+buttons and the reasons select, and the "Full answer N" buttons in an actions block of their own.
 
 - Blocks are built with ``slack_sdk.models.blocks`` classes, whose ``to_dict()`` raises above Slack's
   limits; on top of that ``problems(body)`` checks every limit this module keeps.
@@ -114,7 +114,7 @@ def _context(text: str) -> ContextBlock:
     return ContextBlock(elements=[MarkdownTextObject(text=text, verbatim=True)])
 
 
-def actions(controls: list[Control]) -> ActionsBlock | None:
+def actions(controls: list[Control], block_id: str = "kb_controls") -> ActionsBlock | None:
     """The buttons and the reasons select; each element's action_id is the control id (``bot.layout``)."""
     els: list[Any] = []
     for c in controls:
@@ -126,7 +126,7 @@ def actions(controls: list[Control]) -> ActionsBlock | None:
             options = [Option(value=v, text=PlainTextObject(text=shorten(t, OPTION_TEXT_MAX))) for v, t in c.options]
             placeholder = PlainTextObject(text=shorten(c.label, PLACEHOLDER_MAX))
             els.append(StaticSelectElement(action_id=c.id, placeholder=placeholder, options=options))
-    return ActionsBlock(block_id="kb_controls", elements=els) if els else None
+    return ActionsBlock(block_id=block_id, elements=els) if els else None
 
 
 class Slack(Platform):
@@ -164,9 +164,10 @@ class Slack(Platform):
                     blocks.append(_section(f"{m.bold(p.field)}\n{chunk}" if p.field and k == 0 else chunk))
         if layout.notice:
             blocks.append(_context(layout.notice))
-        acts = actions(layout.controls)
-        if acts is not None:
-            blocks.append(acts)
+        for group, block_id in (("", "kb_controls"), ("expand", "kb_expand")):
+            acts = actions([c for c in layout.controls if c.group == group], block_id)
+            if acts is not None:
+                blocks.append(acts)
         body: dict[str, Any] = {
             "text": esc_short(layout.fallback, FALLBACK_MAX) or "kb",
             "blocks": [b.to_dict() for b in blocks],
@@ -219,6 +220,9 @@ def problems(body: dict[str, Any]) -> list[str]:
     chars = sum(len(t) for b in blocks for t in _texts(b))
     if chars > BLOCKS_CHARS:
         out.append(f"blocks hold {chars} characters")
+    block_ids = [b["block_id"] for b in blocks if b.get("block_id")]
+    if len(block_ids) != len(set(block_ids)):
+        out.append("a block_id is used twice")
     for i, b in enumerate(blocks):
         t = b.get("type")
         if len(b.get("block_id") or "") > BLOCK_ID_MAX:

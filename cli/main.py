@@ -925,12 +925,47 @@ def bot_group() -> None:
 
 
 def _bot_command(platform: str):
+    from bot.feedback import REASONS
+
     @SETTINGS
-    @click.option("--dry-run", "dry_run", default=None, metavar="QUERY", help="Print the JSON body the bot would send.")
+    @click.option(
+        "--dry-run",
+        "dry_run",
+        default=None,
+        metavar="QUERY",
+        help="Print the JSON body the bot would send for a mention with QUERY (no token, no network; - reads stdin).",
+    )
     @click.option("--config", "config_path", default=None, metavar="FILE", help="With --dry-run: a config attachment.")
-    @click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default="auto", show_default=True)
+    @click.option(
+        "--lang",
+        type=click.Choice(["auto", "en", "zh"]),
+        default="auto",
+        show_default=True,
+        help="With --dry-run: the answer's language (auto: the question's).",
+    )
+    @click.option(
+        "--feedback-db",
+        "feedback_db",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        metavar="PATH",
+        help="With --dry-run: record the question (and --vote) in this feedback database, as the bot would "
+        "(created if missing; `kb gaps --db PATH` reads it). Without it nothing is recorded.",
+    )
+    @click.option(
+        "--vote",
+        type=click.Choice(["up", "down"]),
+        default=None,
+        help="With --dry-run and --feedback-db: click 👍 (up) or 👎 (down) under the answer, as the dry run's user.",
+    )
+    @click.option(
+        "--reason",
+        type=click.Choice(REASONS),
+        default=None,
+        help="With --dry-run and --feedback-db: the reason chosen after 👎 (implies --vote down).",
+    )
     @click.option("--check", "check_only", is_flag=True, help="Validate the settings and say which tokens are missing.")
-    def command(settings_path, dry_run, config_path, lang, check_only) -> None:
+    def command(settings_path, dry_run, config_path, lang, feedback_db, vote, reason, check_only) -> None:
         from kb.present import reports
 
         s = _settings(settings_path)
@@ -939,21 +974,42 @@ def _bot_command(platform: str):
             _echo_json({"platform": platform, "settings": s.redacted(), "missing_tokens": missing}, indent=2)
             sys.exit(1 if missing else 0)
         mod = __import__(f"bot.{platform}_bot", fromlist=["run", "dry_run"])
+        if dry_run is None and (feedback_db or vote or reason):
+            raise KbError("--feedback-db, --vote and --reason go with --dry-run QUERY")
         if dry_run is not None:
-            from bot.feedback import MemoryStore
+            from bot.chat import DryRunError, dry_run_note
+            from bot.feedback import MemoryStore, SQLiteStore
             from bot.service import AnswerService
             from kb.doctor.configs import MAX_CONFIG_BYTES
 
+            if (vote or reason) and feedback_db is None:
+                raise KbError("--vote and --reason record a vote: add --feedback-db PATH (kb gaps --db PATH reads it)")
+            if vote == "up" and reason:
+                raise KbError("--reason goes with a down vote (--vote down), not with --vote up")
             query = _query_arg(dry_run)
             text, name = (
                 (None, "<config>") if config_path is None else _read_input(config_path, MAX_CONFIG_BYTES, "config")
             )
-            service = AnswerService(s, engine=_engine(), store=MemoryStore())
+            store = MemoryStore()
+            if feedback_db is not None:
+                try:
+                    store = SQLiteStore(feedback_db)
+                except Exception as e:  # noqa: BLE001 - sqlite3 errors, a newer schema: say which file
+                    raise KbError(f"{feedback_db}: cannot open the feedback database: {e}") from None
+            service = AnswerService(s, engine=_engine(), store=store)
             try:
-                body = mod.dry_run(service, query, config_text=text, config_name=name, lang=lang)
+                body = mod.dry_run(
+                    service, query, config_text=text, config_name=name, lang=lang, vote=vote, reason=reason
+                )
+            except DryRunError as e:
+                raise KbError(f"--vote: {e}") from None
             finally:
                 service.close()
+                if isinstance(store, SQLiteStore):
+                    store.close()
             _echo_json(body, indent=2)
+            if feedback_db is not None:
+                click.echo(dry_run_note(str(feedback_db), vote, reason), err=True)
             return
         missing = s.missing_tokens(platform)
         if missing:
@@ -961,7 +1017,14 @@ def _bot_command(platform: str):
         _engine()  # build or update the index here, with progress, before the bot starts (it refuses a stale one)
         mod.run(s)
 
-    command.__doc__ = f"Start the {platform.capitalize()} bot (tokens from the environment), or --dry-run / --check."
+    command.__doc__ = (
+        f"Start the {platform.capitalize()} bot (tokens from the environment), or --dry-run / --check.\n\n"
+        f"--dry-run QUERY prints the exact body the bot would post for a mention with QUERY. With --feedback-db "
+        f"PATH the question is recorded there (platform {platform}), and --vote / --reason click the feedback "
+        f"buttons under the answer, so `kb gaps --db PATH` can be tried without a token:\n\n"
+        f"\b\n  kb bot {platform} --dry-run 'zero3 oom first step' --feedback-db fb.sqlite --vote down "
+        f"--reason wrong_version\n  kb gaps --db fb.sqlite"
+    )
     return command
 
 
@@ -974,7 +1037,10 @@ def _store(settings_path: Path | None, db: Path | None):
 
     path = db or Path(_settings(settings_path).feedback_db)
     if not path.is_file():
-        raise KbError(f"no feedback database at {path} (the bots create it; pass --db PATH)")
+        raise KbError(
+            f"no feedback database at {path} (the bots create it; pass --db PATH, or make one without a token: "
+            f"kb bot discord --dry-run QUERY --feedback-db PATH --vote down)"
+        )
     try:
         return SQLiteStore(path)
     except Exception as e:  # noqa: BLE001 - sqlite3.DatabaseError, a newer schema: say which file

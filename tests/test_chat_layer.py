@@ -74,6 +74,16 @@ class Webhook(Platform):
 
 
 WEBHOOK = Webhook()
+
+
+class Roomy(Webhook):
+    """The same webhook with room for a whole compact answer."""
+
+    limits = Limits(total=8000, block=1500, title=150, min_block=20, reserve=700)
+    SECTIONS = 40
+
+
+ROOMY = Roomy()
 # The class above is all a third platform's renderer needs (38 lines, counted for issue 20's closing note; the
 # figure is not a test: a test of its own source could not fail).
 
@@ -116,6 +126,9 @@ def test_an_answer_on_a_third_platform(svc):
     kinds = [s["kind"] for s in body["sections"]]
     assert body["sections"][0] == {"kind": "header", "text": shorten(reply.answer["results"][0]["title"], 150)}
     assert kinds.index("findings") < kinds.index("result"), "the config's findings come first"
+    see = [t for t in texts(body) if "see: " in t]
+    assert see and all("kb show" not in t for t in see), "a finding's entry is linked to its page on the site"
+    assert re.search(r"see: [^\n]+ \(https://kb\.example\.org/en/[a-z0-9-]+/\)", see[0])
     top = reply.answer["results"][0]
     assert f"{top['id']} · {L('en')['score']} {top['score']} (https://kb.example.org/en/{top['id']}/)" in texts(body)
     assert any(t.startswith("Sources\n") for t in texts(body)), "the top result is never shown without its sources"
@@ -123,16 +136,22 @@ def test_an_answer_on_a_third_platform(svc):
     for t in texts(body):
         for code in FENCE.findall(t):
             assert code in snippets, "a code block is a whole snippet"
-    # it did not all fit in 4,000 characters: the user is told what is missing and where, and gets it all
+    # it did not all fit in 4,000 characters: the user is told what is missing and where, and gets it all; never
+    # pointed at a command they cannot run in a chat
     notice = body["sections"][-1]
-    assert notice["kind"] == "notice" and f"`kb show {top['id']}`" in notice["text"]
+    assert notice["kind"] == "notice" and "kb show" not in notice["text"] and "`" not in notice["text"]
     assert re.search(r": (\d+) more part", notice["text"]) and body["attachment"]["name"] == f"kb-answer-{top['id']}.md"
+    assert msg("en", "attached", filename=body["attachment"]["name"]) in notice["text"]
     assert "```json" in body["attachment"]["markdown"]
-    # the buttons: one id grammar, carrying the answer's language; the reasons under the answer here
+    # the buttons: one id grammar, carrying the answer's language; the reasons under the answer here; then one
+    # "Full answer N" per result shown
     ids = [b["id"] for b in body["buttons"]]
-    assert [parse_control_id(i)[0] for i in ids] == ["more", "lang", "vote", "vote", "reason"]
+    shown = [t for t in texts(body) if re.match(r"\S+ · score ", t)]
+    assert len(shown) == len(reply.answer["results"]) == 3, "the top three, each in the message itself"
+    assert [parse_control_id(i)[0] for i in ids] == ["more", "lang", "vote", "vote", "reason"] + ["full"] * 3
+    assert [parse_control_id(i)[2] for i in ids[5:]] == ["1", "2", "3"]
     assert all(parse_control_id(i)[1] == reply.ask_id for i in ids)
-    assert body["buttons"][-1]["choices"] == ["didnt_fix", "wrong_version", "different_error", "unclear"]
+    assert body["buttons"][4]["choices"] == ["didnt_fix", "wrong_version", "different_error", "unclear"]
 
 
 def test_lint_and_memory_on_a_third_platform_in_chinese(svc):
@@ -145,6 +164,8 @@ def test_lint_and_memory_on_a_third_platform_in_chinese(svc):
     starts = [f for f in findings if not f.startswith(("修改", "参见"))]
     assert findings and findings[0].startswith("- KB") and all(re.match(r"- KB\d{3} ", f) for f in starts)
     assert any("nvme_path" in f for f in findings) and all(re.search(r"[\u4e00-\u9fff]", f) for f in findings)
+    # a finding's "see" line points at the chat's own /kb show (a terminal's `kb show` is not there)
+    assert any("参见：/kb show " in f for f in findings) and not re.search(r"(?<!/)kb show", "".join(findings))
     mem = render(run(service.mem("zh", "u", "c", model="llama2-7b", gpus="1", activation_checkpointing="on")), WEBHOOK)
     assert WEBHOOK.problems(mem) == [] and mem["text"] == "显存估算（kb mem）：llama2-7b：放不下"
     joined = "\n".join(texts(mem))
@@ -206,25 +227,154 @@ def _answer(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_results_stay_in_rank_order_each_with_its_sources():
-    body = render(
-        Reply("answer", "en", answer=_answer([_result(i, ["x = 1\n" * 60] * 3) for i in range(1, 9)])), WEBHOOK
-    )
+    a = _answer([_result(i, ["x = 1\n" * 60] * 3) for i in range(1, 9)])
+    body = render(Reply("answer", "en", answer=a, ask_id="a1"), WEBHOOK)
     assert WEBHOOK.problems(body) == []
     shown = [int(m.group(1)) for t in texts(body) if (m := re.search(r"^e(\d+) · score", t, re.M))]
-    assert shown == list(range(1, len(shown) + 1)) and 1 < len(shown) < 8, "a prefix of the results, in rank order"
+    assert shown == list(range(1, len(shown) + 1)) and 3 <= len(shown) < 8, "a prefix of the results, in rank order"
     assert sum(t.startswith("Sources\n") for t in texts(body)) == len(shown)
-    # the top result's first fix comes before the later results' heads; its other fixes after them
-    first_fix = next(i for i, t in enumerate(texts(body)) if t.startswith("Fixes\n1. Fix 1"))
-    assert first_fix < next(i for i, t in enumerate(texts(body)) if "\ne2 · score" in t)
-    assert re.search(r"[1-9]\d* more part\(s\) are in `kb show e\d+`", body["sections"][-1]["text"])
+    # every result shown gets its title, why and source before any result gets its first fix; the fixes shown
+    # are those of the first results, in rank order
+    fixes = [i for i, t in enumerate(texts(body)) if t.startswith("1. Fix 1")]
+    heads = [i for i, t in enumerate(texts(body)) if t == "why: w"]
+    assert len(heads) == len(shown) and len(fixes) < len(shown)
+    assert all(h < f for h, f in zip(heads[1 : len(fixes) + 1], fixes[1:], strict=False)) or len(fixes) <= 1
+    # a long snippet is not the compact view's: the fix's first sentence stands in for it
+    assert "x = 1" not in " ".join(texts(body)) and all("t" * 200 in texts(body)[i] for i in fixes)
+    # one "Full answer" button per result shown, none for a result that did not fit
+    full = [parse_control_id(b["id"]) for b in body["buttons"] if b["id"].startswith("kb:full:")]
+    assert [int(f[2]) for f in full] == shown and {f[3] for f in full} == {"en"}
+    notice = body["sections"][-1]["text"]
+    assert re.search(r"[1-9]\d* more part\(s\) did not fit here", notice) and "kb show" not in notice
+    assert msg("en", "expand_hint") in notice
     assert body["attachment"]["name"] == "kb-answer-e1.md" and "Entry 8" in body["attachment"]["markdown"]
 
 
 def test_a_snippet_too_long_for_one_block_is_left_out_alone():
-    body = render(Reply("answer", "en", answer=_answer([_result(1, ["y = 2\n" * 200, "ls"])])), WEBHOOK)
-    assert WEBHOOK.problems(body) == []
-    assert "y = 2" not in "".join(texts(body)) and any("```json\nls\n```" in t for t in texts(body))
-    assert "1 more part(s)" in body["sections"][-1]["text"] and "y = 2\n" in body["attachment"]["markdown"]
+    entry = render(Reply("entry", "en", data=_result(1, ["y = 2\n" * 200, "ls"])), WEBHOOK)
+    assert WEBHOOK.problems(entry) == []
+    assert "y = 2" not in "".join(texts(entry)) and any("```json\nls\n```" in t for t in texts(entry))
+    notice = entry["sections"][-1]["text"]
+    assert "1 more part(s)" in notice and "kb show" not in notice
+    assert entry["attachment"]["name"] == "kb-e1.md" and "y = 2\n" in entry["attachment"]["markdown"]
+    # in an answer, the compact view shows the first fix with its first sentence instead: nothing is missing
+    compact = render(Reply("answer", "en", answer=_answer([_result(1, ["y = 2\n" * 200, "ls"])])), WEBHOOK)
+    assert "y = 2" not in "".join(texts(compact)) and "attachment" not in compact
+    assert "1. Fix 1\n" + "t" * 200 + "\n" + msg("en", "more_fixes", n=1) in texts(compact)
+
+
+def _equivalents() -> list[dict[str, Any]]:
+    code = {
+        "accelerate_yaml": ("yaml", "deepspeed_config:\n  zero_stage: 3"),
+        "accelerate_launch": ("bash", "accelerate launch --zero_stage 3"),
+        "accelerate_plugin": ("python", "DeepSpeedPlugin(zero_stage=3)"),
+        "training_args": ("python", "TrainingArguments(deepspeed='ds.json')"),
+    }
+    return [
+        {"front_end": fe, "snippet": {"lang": lg, "code": c}, "names": [], "notes": ["n" * 300]}
+        for fe, (lg, c) in code.items()
+    ]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_compact_view_shows_the_users_front_end_only(lang):
+    """The answer says which front end the user has (Answer.front_end, kb.ask.question): the compact view shows the
+    fix's snippet and that front end's equivalent, never every front end's (issue 22: ~1,400 characters of a
+    message went to them); an unknown front end or a ds_config user gets the ds_config snippet alone."""
+    from kb.present.doc import front_label
+
+    r = _result(1, ['{"zero_optimization": {"stage": 3}}'])
+    r["fixes"][0]["equivalents"] = _equivalents()
+    same = {
+        fe: L(lang)["same_in"].format(front=front_label(fe, lang)) for fe in [e["front_end"] for e in _equivalents()]
+    }
+    for front_end, wanted in (
+        (None, []),
+        ("deepspeed", []),
+        ("accelerate_yaml", ["accelerate_yaml"]),
+        ("training_args", ["training_args"]),
+        ("accelerate", ["accelerate_yaml"]),  # accelerate, not saying which of its front ends: the first
+    ):
+        a = {**_answer([r]), "lang": lang, "front_end": front_end}
+        joined = "\n".join(texts(render(Reply("answer", lang, answer=a, ask_id="a1"), WEBHOOK)))
+        assert '```json\n{"zero_optimization": {"stage": 3}}\n```' in joined
+        assert [fe for fe, label in same.items() if label in joined] == wanted, front_end
+        for fe in wanted:
+            assert next(e["snippet"]["code"] for e in _equivalents() if e["front_end"] == fe) in joined
+        assert "n" * 300 not in joined, "an equivalent's notes are the full answer's"
+
+
+def test_the_top_three_expand_one_at_a_time_even_after_a_restart(svc, tmp_path):
+    service = svc(site_base_url="https://kb.example.org")
+    reply = run(chat.message_reply(service, "webhook", QUESTION, user="u", channel="c"))
+    results = reply.answer["results"]
+    assert reply.kind == "answer" and len(results) == 3
+    body = render(reply, ROOMY)
+    assert ROOMY.problems(body) == [] and "attachment" not in body, "three compact results fit whole"
+    joined = "\n".join(texts(body))
+    for r in results:
+        assert r["title"][:100] in joined and r["id"] in joined  # the first one's title is the message's header
+        assert "why: " + shorten(r["why"], 160) in joined
+        assert "1. " + shorten(r["fixes"][0]["title"], 200) in joined, "each result with its first fix"
+    assert "Same settings in" not in joined, "the question names no front end: no equivalents"
+    full = [b["id"] for b in body["buttons"] if b["id"].startswith("kb:full:")]
+    assert full == [control_id("full", reply.ask_id, str(n), "en") for n in (1, 2, 3)]
+    # a click: that result whole, as the answer had it (every fix), for the conversation (not only the clicker)
+    pressed = run(chat.press(service, full[1], None, "u2", "c"))
+    assert pressed.text is None and pressed.reply.kind == "entry"
+    data = pressed.reply.data
+    assert data["kind"] == "show" and data["lang"] == "en" and data["result"] == results[1]
+    whole = render(pressed.reply, WEBHOOK)
+    everything = "\n".join(texts(whole)) + (whole.get("attachment") or {}).get("markdown", "")
+    assert all(f["title"] in everything for f in results[1]["fixes"])
+    assert WEBHOOK.problems(whole) == [] and whole["buttons"] == []
+    if "attachment" in whole:
+        notice = whole["sections"][-1]["text"]
+        assert f"https://kb.example.org/en/{results[1]['id']}/" in notice and "kb show" not in notice
+    # after a restart (the same feedback store, nothing in memory) the button still shows the same entry
+    again = AnswerService(service.settings, engine=service.engine)
+    try:
+        later = run(chat.press(again, full[2], None, "u", "c"))
+        assert later.reply.kind == "entry" and later.reply.data["result"]["id"] == results[2]["id"]
+        gone = run(chat.press(again, control_id("full", reply.ask_id, "9", "zh"), None, "u", "c"))
+        assert gone.reply.kind == "refused" and gone.reply.message == msg(
+            "zh", "bad_input", reason=msg("zh", "unknown_answer", ask_id=reply.ask_id)
+        )
+    finally:
+        again.close()
+    assert len(list(service.store.asks())) == 1, "expanding records no new question"
+
+
+def test_expanding_a_cached_answer_takes_no_rate_limit_token(svc):
+    service = svc(user_burst=1, user_per_minute=0.01)
+    reply = run(chat.message_reply(service, "webhook", QUESTION, user="u", channel="c"))
+    assert reply.kind == "answer"
+    for n in (1, 2, 3):  # the answer is in the cache: reading it whole costs nothing
+        p = run(chat.press(service, control_id("full", reply.ask_id, str(n), "en"), None, "u", "c"))
+        assert p.reply.kind == "entry", p.reply.message
+    more = run(chat.press(service, control_id("more", reply.ask_id, lang="en"), None, "u", "c"))
+    assert more.reply.kind == "rate_limited", "asking again is an ask"
+    service.cache = type(service.cache)(10, 0)  # the cache forgot it: the core runs again, which is rate-limited
+    p = run(chat.press(service, control_id("full", reply.ask_id, "1", "en"), None, "u", "c"))
+    assert p.reply.kind == "rate_limited"
+
+
+def test_bot_messages_in_both_languages_and_never_a_cli_command():
+    """Every string a chat user reads (bot/messages.py) in English and Chinese with the same fields; none tells the
+    user to run a `kb` command (chat users have no terminal; `/kb ...` is the chat's own command)."""
+    from string import Formatter
+
+    from bot.messages import MESSAGES
+
+    assert MESSAGES["en"].keys() == MESSAGES["zh"].keys()
+    for key, en in MESSAGES["en"].items():
+        zh = MESSAGES["zh"][key]
+        assert {f for _, f, _, _ in Formatter().parse(en) if f} == {f for _, f, _, _ in Formatter().parse(zh) if f}, key
+        assert re.search(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]", zh) or key == "button.lang", (
+            f"{key}: not Chinese"
+        )
+        for text in (en, zh):
+            assert not re.search(r"`kb |(?<!/)\bkb show\b", text), f"{key}: a CLI command"
 
 
 # ---------------------------------------------------------------- the conversation: attachments, gates, commands, buttons

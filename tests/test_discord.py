@@ -27,13 +27,15 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from bot.discord_bot import KbDiscordBot, MissingToken, dry_run, locale_lang, run, wire_payload
+from bot.discord_bot import KbDiscordBot, MissingToken, build_view, dry_run, locale_lang, run, wire_payload
 from bot.discord_render import LIMITS, code_block, embed_length, problems, render, safe
 from bot.layout import control_id, parse_control_id
 from bot.messages import msg
 from bot.service import AnswerService, Reply
 from bot.settings import Settings
 from kb.contract import SCHEMA_VERSION
+from kb.doctor.frontends import FRONT_ENDS
+from kb.present.doc import front_label
 from kb.present.labels import L
 from kb.present.links import code_url, entry_url
 from tests.conftest import ROOT, fuzz_examples
@@ -189,13 +191,19 @@ def test_ask_defers_first_and_the_core_runs_off_the_loop(make_service, monkeypat
     assert "https://github.com/deepspeedai/DeepSpeed/blob/v0.19.8/deepspeed/runtime/zero/stage3.py#L4016-L4050" in links
     ids = custom_ids(body)
     ask_id = parse_control_id(ids[0])[1]
-    # every id carries what a click needs, the answer's language included (no message to read it from)
+    # every id carries what a click needs, the answer's language included (no message to read it from); the
+    # answer's buttons in one row, then a "Full answer N" per result in a row of their own
     assert ids == [
         f"kb:more:{ask_id}:en",
         f"kb:lang:{ask_id}:zh",
         f"kb:vote:{ask_id}:up:en",
         f"kb:vote:{ask_id}:down:en",
+        f"kb:full:{ask_id}:1:en",
+        f"kb:full:{ask_id}:2:en",
+        f"kb:full:{ask_id}:3:en",
     ]
+    assert [len(row["components"]) for row in body["components"]] == [4, 3]
+    assert [c["label"] for c in body["components"][1]["components"]] == [f"Full answer {n}" for n in (1, 2, 3)]
 
 
 def test_ask_with_config_shows_findings_first_and_memory(make_service):
@@ -216,7 +224,8 @@ def test_ask_with_config_shows_findings_first_and_memory(make_service):
     assert first_result["url"].startswith("https://kb.example.org/en/") and first_result["url"].endswith("/")
     top = first_result["footer"]["text"].split(" ")[0]
     assert body["files"] == [f"kb-answer-{top}.md"]  # twelve findings do not fit: the whole answer is attached
-    assert body["content"].startswith("The answer was longer than Discord allows")
+    assert body["content"].startswith("This was longer than Discord allows") and "kb show" not in body["content"]
+    assert msg("en", "attached", filename=f"kb-answer-{top}.md") in body["content"]
 
 
 def test_lint_mem_show_and_autocomplete_use_the_locale(make_service):
@@ -441,7 +450,7 @@ def test_buttons_more_language_and_votes(make_service, monkeypatch):
         bot = await make_bot(svc)
         ask = interaction(bot)
         await cmd(bot, "ask").callback(ask, query="zero3 oom first step")
-        more_id, lang_id, up_id, down_id = custom_ids(last_sent(ask))
+        more_id, lang_id, up_id, down_id = custom_ids(last_sent(ask))[:4]
         out = {}
         for name, cid in (("more", more_id), ("lang", lang_id), ("up", up_id), ("down", down_id)):
             it = interaction(bot, data={"custom_id": cid, "component_type": 2})
@@ -481,6 +490,61 @@ def test_buttons_more_language_and_votes(make_service, monkeypatch):
     rec = next(a for a in svc.store.asks() if a.id == ask_id)
     # one vote per user and answer: up, then down, then a reason ends as one "not helpful: wrong version"
     assert [(v["helpful"], v["reason"]) for v in rec.votes] == [(False, "wrong_version")]
+
+
+def test_the_top_three_in_the_message_each_with_its_first_fix_and_a_full_answer_button(make_service):
+    """Issue 22: the message itself holds the top three (title, why, first fix with a short snippet, first source),
+    no front end's equivalents when the question names none, nothing in an attached file; "Full answer 2" posts
+    the second result whole for everyone in the channel."""
+    svc = make_service(site_base_url="https://kb.example.org")
+
+    async def go():
+        bot = await make_bot(svc)
+        ask = interaction(bot)
+        await cmd(bot, "ask").callback(ask, query="zero3 oom first step")
+        full = [c for c in custom_ids(last_sent(ask)) if c.startswith("kb:full:")]
+        it = interaction(bot, data={"custom_id": full[1], "component_type": 2})
+        await bot.handle_component(it, full[1])
+        return ask, it
+
+    ask, it = arun(go())
+    body = last_sent(ask)
+    rec = next(svc.store.asks())
+    results = [r["id"] for r in rec.results]
+    assert len(results) == 3 and not body["files"] and body["content"] == "", "nothing left out, nothing attached"
+    assert [e["footer"]["text"].split(" ")[0] for e in body["embeds"]] == results
+    for n, e in enumerate(body["embeds"], 1):
+        assert e["title"].startswith(f"{n}. ") and e["url"] == f"https://kb.example.org/en/{results[n - 1]}/"
+        assert e["description"].startswith("why: ") and "\n\n**1. " in e["description"]
+        assert [f["name"] for f in e["fields"]] == ["Sources"] and e["fields"][0]["value"].startswith("- [")
+    assert "```json\n{" in body["embeds"][0]["description"]
+    assert not any("Same settings in" in t for t in texts(body))
+    assert sum(embed_length(e) for e in body["embeds"]) < 4000
+    whole = last_sent(it)
+    it.response.defer.assert_awaited_once_with(thinking=True, ephemeral=False)
+    assert not whole["ephemeral"] and whole["embeds"][0]["footer"]["text"] == results[1]
+    assert whole["embeds"][0]["url"] == f"https://kb.example.org/en/{results[1]}/"
+    assert problems({**whole, "components": []}) == [] and not custom_ids(whole)
+    shown = "\n".join(texts(whole)) + "".join(whole["files"])
+    entry = svc.engine.index.entries[results[1]]
+    assert all(f["title"]["en"] in shown for f in entry["fixes"]) and "kb show" not in whole["content"]
+
+
+def test_dry_run_votes_like_a_click(make_service):
+    from bot.chat import DryRunError
+
+    svc = make_service()
+    body = dry_run(svc, "zero3 oom first step", vote="down", reason="wrong_version")
+    ask_id = parse_control_id(custom_ids(body)[0])[1]
+    (rec,) = list(svc.store.asks())
+    assert rec.id == ask_id and rec.platform == "discord" and rec.user_hash == svc.store.hash_user("dry-run")
+    assert [(v["helpful"], v["reason"]) for v in rec.votes] == [(False, "wrong_version")]
+    dry_run(svc, "zero3 oom first step", vote="up")
+    assert [(a.id, [v["helpful"] for v in a.votes]) for a in svc.store.asks()][1][1] == [True]
+    with pytest.raises(DryRunError, match="nothing to vote on"):
+        dry_run(svc, "```json\n{}\n```", vote="up")  # a config alone is linted: no answer to vote on
+    with pytest.raises(DryRunError):
+        dry_run(svc, "zero3 oom first step", vote="up", reason="unclear")
 
 
 # ---------------------------------------------------------------- wire level
@@ -631,7 +695,8 @@ def test_wire_ask_button_and_votes(make_service):
         steps = {"ask": (cap.callbacks(), answer)}
         on_message = message_payload(answer["body"], author=BOT_USER)
         ids = custom_ids(answer["body"])
-        for name, cid in (("more", ids[0]), ("down", ids[3])):
+        full = next(c for c in ids if c.startswith("kb:full:"))
+        for name, cid in (("more", ids[0]), ("down", ids[3]), ("full", full)):
             cap.calls.clear()
             data = {"custom_id": cid, "component_type": 2}
             await dispatch_component(bot, interaction_payload(3, data, f"2{len(steps)}", on_message))
@@ -654,6 +719,14 @@ def test_wire_ask_button_and_votes(make_service):
     assert name.startswith("kb-answer-") and answer["body"]["attachments"] == [{"id": 0, "filename": name}]
     callbacks, more = steps["more"]
     assert callbacks == [{"type": 5}] and more["body"]["embeds"] and not more["body"].get("flags")
+    callbacks, full = steps["full"]
+    top = next(
+        e["footer"]["text"] for e in answer["body"]["embeds"] if " · " in (e.get("footer") or {}).get("text", "")
+    )
+    assert callbacks == [{"type": 5}] and not full["body"].get("flags"), "a result in full is for the channel"
+    assert full["body"]["embeds"][0]["footer"]["text"] == top.split(" ")[0] and full["body"]["allowed_mentions"] == {
+        "parse": []
+    }
     callbacks, down = steps["down"]
     assert callbacks == [{"type": 5, "data": {"flags": 64}}] and down["body"]["flags"] == 64
     assert down["body"]["components"][0]["components"][0]["custom_id"] == f"kb:reason:{ask_id}:en"
@@ -733,7 +806,6 @@ def test_code_links_and_entry_links():
 
 
 def test_components_are_what_discordpy_sends():
-    from bot.discord_bot import build_view
     from bot.discord_render import components
     from bot.layout import answer_controls, reason_select
 
@@ -760,7 +832,11 @@ def test_control_ids_are_stable_short_and_carry_the_language():
     # ids sent before they carried the language still work: the bot falls back to the user's
     assert parse_control_id("kb:vote:0123456789abcdef:down") == ("vote", "0123456789abcdef", "down", None)
     assert parse_control_id("kb:reason:0123456789abcdef") == ("reason", "0123456789abcdef", None, None)
-    for bad in ("kb:vote:abc:sideways", "other:more:abc", "kb:more:abc:fr", "kb:lang:abc:en:zh", "kb:more:a b"):
+    assert control_id("full", "0123456789abcdef", "3", "zh") == "kb:full:0123456789abcdef:3:zh"
+    assert parse_control_id("kb:full:0123456789abcdef:10:en") == ("full", "0123456789abcdef", "10", "en")
+    bad_ids = ("kb:vote:abc:sideways", "other:more:abc", "kb:more:abc:fr", "kb:lang:abc:en:zh", "kb:more:a b")
+    bad_ids += ("kb:full:abc", "kb:full:abc:0:en", "kb:full:abc:11:en", "kb:more:abc:12", "kb:vote:abc:up:1")
+    for bad in bad_ids:
         assert parse_control_id(bad) is None, bad
     with pytest.raises(ValueError):
         control_id("more", "x" * 200)
@@ -904,6 +980,15 @@ def _result(p: _Pool, i: int) -> dict[str, Any]:
             }
             if p.rnd.random() < 0.6
             else None,
+            "equivalents": [
+                {
+                    "front_end": fe,
+                    "snippet": {"lang": "yaml", "code": p.rnd.choice(p.snippets)} if p.rnd.random() < 0.8 else None,
+                    "names": [],
+                    "notes": [p.text(300) for _ in range(p.some(2))],
+                }
+                for fe in p.rnd.sample(FRONT_ENDS, p.some(len(FRONT_ENDS)))
+            ],
         }
         for _ in range(p.some(8))
     ]
@@ -1017,6 +1102,7 @@ def answers(draw) -> dict[str, Any]:
         "message": None if answered else p.text(),
         "config_facts": None,
         "memory": _memory(p) if draw(st.booleans()) else None,
+        "front_end": draw(st.sampled_from([None, "deepspeed", "accelerate", *FRONT_ENDS])),
     }
 
 
@@ -1043,6 +1129,11 @@ def check_limits(body: dict[str, Any], snippets: list[str]) -> None:
             assert code in shown, "a code block that is not a whole snippet"
     for cid in custom_ids(body):
         assert len(cid) <= LIMITS["custom_id"]
+    assert len(body["components"]) <= LIMITS["rows"]
+    assert all(len(row["components"]) <= LIMITS["row_buttons"] for row in body["components"])
+    if body["components"]:  # discord.py itself builds the same rows (ui.View refuses a row of six, a sixth row)
+        assert build_view(body["components"]).to_components() == body["components"]
+    assert "kb show" not in body["content"] and "`kb " not in body["content"], "never a command to run elsewhere"
     assert body["content"] or body["embeds"], "Discord refuses an empty message"
     if body.get("files"):
         assert body["content"], "whatever is left out is attached, and the user is told"
@@ -1062,7 +1153,23 @@ def test_any_answer_stays_within_discords_limits(a, with_site):
     body = render(Reply(kind, a["lang"], answer=a, ask_id="0123456789abcdef", site_base_url=site))
     assert render(Reply(kind, a["lang"], answer=a, ask_id="0123456789abcdef", site_base_url=site)) == body
     snippets = [f["snippet"]["code"].rstrip("\n") for r in a["results"] for f in r["fixes"] if f["snippet"]]
+    snippets += [
+        e["snippet"]["code"].rstrip("\n")
+        for r in a["results"]
+        for f in r["fixes"]
+        for e in f["equivalents"]
+        if e["snippet"]
+    ]
     check_limits(body, snippets)
+    # the compact view writes a fix's equivalent for the user's front end only, never another's
+    others = {L(a["lang"])["same_in"].format(front=front_label(fe, a["lang"])) for fe in FRONT_ENDS}
+    mine = {
+        fe
+        for fe in FRONT_ENDS
+        if fe == a["front_end"] or (a["front_end"] == "accelerate" and fe.startswith("accelerate_"))
+    }
+    others -= {L(a["lang"])["same_in"].format(front=front_label(fe, a["lang"])) for fe in mine}
+    assert not any(label in t for t in texts(body) for label in others)
     shown = " ".join(texts(body)) + " ".join(content for _name, content in body.get("files") or [])
     for r in a["results"] + a["closest"]:
         assert r["id"] in shown, r["id"]
@@ -1078,7 +1185,15 @@ def test_any_answer_stays_within_discords_limits(a, with_site):
     labelled = sum(1 for e in body["embeds"] for f in e.get("fields", []) if f["name"] == label)
     labelled += sum(e.get("description", "").count(f"**{label}**\n") for e in body["embeds"])
     assert labelled >= with_sources
-    assert custom_ids(body) and len(body["components"]) == 1
+    # the answer's buttons, then one "Full answer N" per result shown (in rows of five), none for one left out
+    assert custom_ids(body)[:4] == [
+        "kb:more:0123456789abcdef:" + a["lang"],
+        "kb:lang:0123456789abcdef:" + ("en" if a["lang"] == "zh" else "zh"),
+        f"kb:vote:0123456789abcdef:up:{a['lang']}",
+        f"kb:vote:0123456789abcdef:down:{a['lang']}",
+    ]
+    full = [parse_control_id(c) for c in custom_ids(body)[4:]]
+    assert [int(f[2]) - 1 for f in full] == shown[:10] and all(f[0] == "full" for f in full)
 
 
 @hsettings(
@@ -1090,6 +1205,7 @@ def test_any_answer_stays_within_discords_limits(a, with_site):
 def test_entry_lint_and_memory_stay_within_limits(p, lang, n_findings):
     result = _result(p, 0)
     snippets = [f["snippet"]["code"].rstrip("\n") for f in result["fixes"] if f["snippet"]]
+    snippets += [e["snippet"]["code"].rstrip("\n") for f in result["fixes"] for e in f["equivalents"] if e["snippet"]]
     check_limits(render(Reply("entry", lang, data=result, site_base_url="https://kb.example.org")), snippets)
     findings = [_finding(p) for _ in range(n_findings)]  # a LintReport's findings are in its language already
     counts = {s: sum(f["severity"] == s for f in findings) for s in ("error", "warning", "info")}

@@ -270,6 +270,48 @@ def test_cli_gaps_and_export(filled_store, cli_env, tmp_path):
     assert r.exit_code == 2 and "--since" in r.output
 
 
+@pytest.mark.parametrize("platform", ["discord", "slack"])
+def test_a_dry_run_with_a_vote_feeds_kb_gaps(platform, cli_env, tmp_path):
+    """`kb gaps` end to end without a token: a dry run records the question and clicks the vote (and the reason)
+    into --feedback-db; `kb gaps --db` on that store lists it with the reason."""
+    db = tmp_path / "fb.sqlite"
+    q = "how do I train a diffusion model with deepspeed"
+    dry = ["bot", platform, "--dry-run", q, "--feedback-db", str(db)]
+    r = CliRunner().invoke(main, [*dry, "--vote", "down", "--reason", "wrong_version"])
+    assert r.exit_code == 0, r.output
+    body = json.loads(r.stdout)  # stdout is the body alone; what was recorded is said on stderr
+    assert ("blocks" in body) if platform == "slack" else ("embeds" in body)
+    assert f"kb gaps --db {db}" in r.stderr
+    r = CliRunner().invoke(main, ["gaps", "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    (group,) = json.loads(r.stdout)["groups"]
+    assert group["examples"]["en"] == [q] and group["platforms"] == [platform]
+    assert group["why"]["downvoted"] == 1 and group["downvote_reasons"] == {"wrong_version": 1}
+    # an up-vote is recorded too (and the same question asked again is a second ask)
+    assert CliRunner().invoke(main, [*dry, "--vote", "up"]).exit_code == 0
+    assert [[v["helpful"] for v in a.votes] for a in SQLiteStore(db).asks()] == [[False], [True]]
+
+
+def test_dry_run_feedback_options_are_checked(cli_env, tmp_path):
+    db = tmp_path / "fb.sqlite"
+    run_cli = lambda *a: CliRunner().invoke(main, ["bot", "discord", *a])  # noqa: E731
+    r = run_cli("--dry-run", "zero3 oom first step")
+    assert r.exit_code == 0 and not db.exists(), "without --feedback-db nothing is written"
+    for argv, why in (
+        (["--dry-run", "zero3 oom", "--vote", "down"], "add --feedback-db PATH"),
+        (["--dry-run", "zero3 oom", "--feedback-db", str(db), "--vote", "up", "--reason", "unclear"], "down vote"),
+        (["--feedback-db", str(db), "--vote", "up"], "go with --dry-run"),
+        (
+            ["--dry-run", '```json\n{"zero_optimization": {}}\n```', "--feedback-db", str(db), "--vote", "up"],
+            "nothing to vote on",
+        ),
+        (["--dry-run", "zero3 oom", "--feedback-db", str(db), "--reason", "bored"], "Invalid value"),
+    ):
+        r = run_cli(*argv)
+        assert r.exit_code == 2 and why in r.output, (argv, r.output)
+    assert "--feedback-db PATH" in run_cli("--help").output and "kb gaps --db" in run_cli("--help").output
+
+
 def test_parse_since():
     assert parse_since("7d", now=1_000_000) == 1_000_000 - 7 * 86400
     assert parse_since("2026-11-30") > 0 and parse_since(None) is None

@@ -529,7 +529,8 @@ def test_buttons_more_language_votes_and_reason(make, server):
     mention(app, QUESTION)
     settle(app)
     (answer,) = posts(server)
-    (actions,) = [b for b in answer["blocks"] if b["type"] == "actions"]
+    actions, expand = [b for b in answer["blocks"] if b["type"] == "actions"]
+    assert (actions["block_id"], expand["block_id"]) == ("kb_controls", "kb_expand")
     els = {
         parse_control_id(e["action_id"])[0] + (e.get("value") or "").count(":down") * "_down": e
         for e in actions["elements"]
@@ -575,6 +576,50 @@ def test_buttons_more_language_votes_and_reason(make, server):
     assert sorted(votes(), key=str) == sorted([(False, "unclear"), (False, None)], key=str)
 
 
+def test_full_answer_buttons_post_one_result_whole_into_the_thread(make, server):
+    """Issue 22: the top three in the message, each with its first fix; "Full answer N" posts result N whole in the
+    answer's thread (an answer to /kb, which only the asker sees, gets it at the response_url)."""
+    app, service = make()
+    mention(app, QUESTION)
+    settle(app)
+    (answer,) = posts(server)
+    assert R.problems(answer) == [] and not server.of("files.uploadV2") and not server.of("files.upload")
+    rec = next(service.store.asks())
+    ids = [r["id"] for r in rec.results]
+    assert len(ids) == 3 and all(f"`{i}` · score" in flat(answer) for i in ids), "three results, in the message"
+    assert sum(t.startswith("*1. ") for t in R._texts(answer["blocks"])) == 3, "each with its first fix"
+    assert "Same settings in" not in flat(answer)
+    expand = next(b for b in answer["blocks"] if b.get("block_id") == "kb_expand")
+    labels = [e["text"]["text"] for e in expand["elements"]]
+    assert labels == ["Full answer 1", "Full answer 2", "Full answer 3"]
+    server.reset()
+    e = expand["elements"][2]
+    click(app, server, {"action_id": e["action_id"], "type": "button", "value": e["value"]})
+    settle(app)
+    (whole,) = posts(server)
+    assert whole["thread_ts"] == "111.1" and R.problems(whole) == [] and f"`{ids[2]}`" in flat(whole)
+    assert not [b for b in whole["blocks"] if b["type"] == "actions"], "a whole entry has no buttons"
+    server.reset()
+    click(app, server, {"action_id": e["action_id"], "type": "button", "value": e["value"]}, ephemeral=True)
+    settle(app)
+    (private,) = [c["data"] for c in server.of("respond")]
+    assert private["response_type"] == "ephemeral" and f"`{ids[2]}`" in flat(private)
+
+
+def test_dry_run_records_a_vote_as_the_reasons_select_would(fake_engine, tmp_path, server):
+    service = AnswerService(
+        Settings(feedback_db=str(tmp_path / "fb.sqlite"), allow_channels=["C7"]), engine=fake_engine
+    )
+    try:
+        body = dry_run(service, QUESTION, reason="different_error")
+        assert body["channel"] == "C7", "a dry run asks where the bot may answer"
+        (rec,) = list(service.store.asks())
+        assert rec.platform == "slack" and rec.channel == "C7"
+        assert [(v["helpful"], v["reason"]) for v in rec.votes] == [(False, "different_error")]
+    finally:
+        service.close()
+
+
 def test_buttons_of_messages_posted_before_the_neutral_ids_still_work(make, server):
     """Messages posted before issue 20 carry action ids kb_more / kb_vote_up ... with values "ask_id|lang"."""
     from bot.slack_bot import legacy_control
@@ -587,7 +632,7 @@ def test_buttons_of_messages_posted_before_the_neutral_ids_still_work(make, serv
     mention(app, QUESTION)
     settle(app)
     (answer,) = posts(server)
-    (actions,) = [b for b in answer["blocks"] if b["type"] == "actions"]
+    actions = next(b for b in answer["blocks"] if b["type"] == "actions")
     ask_id = parse_control_id(actions["elements"][0]["action_id"])[1]
     server.reset()
     click(app, server, {"action_id": "kb_vote_up", "type": "button", "value": f"{ask_id}|en"})
@@ -924,13 +969,20 @@ def test_a_snippet_too_long_for_one_block_goes_to_the_file_whole():
         "config_facts": None,
         "memory": None,
     }
-    body = R.render(Reply("answer", "en", answer=a, ask_id="a1"))
+    # the entry in full (a "Full answer" click, /kb show): the snippet goes to the file, the other fix stays
+    body = R.render(Reply("entry", "en", data={"kind": "show", "lang": "en", "result": result}))
     assert R.problems(body) == []
     assert code not in flat(body["blocks"])
     assert "\n".join("  " + ln for ln in code.splitlines()) in body["file"]["content"]  # whole (list-indented)
     assert "```\nls\n```" in "\n".join(R._texts(body["blocks"]))  # the other fix is still shown
     assert "https://github.com/huggingface/peft/blob/v0.21.2/src/peft/tuners/lora/config.py#L632-L652" in flat(body)
-    assert "1 more part(s)" in flat(body) and "kb-answer-e1.md" in flat(body)
+    assert "1 more part(s)" in flat(body) and "kb-e1.md" in flat(body) and "kb show" not in flat(body)
+    # the compact answer shows the first fix with one line of its text instead: nothing is missing, no file
+    body = R.render(Reply("answer", "en", answer=a, ask_id="a1"))
+    assert R.problems(body) == [] and "file" not in body and code not in flat(body["blocks"])
+    assert "*1. Long*\nt\n" + escape_slack(msg("en", "more_fixes", n=1)) in R._texts(body["blocks"])
+    full = [e["action_id"] for b in body["blocks"] if b.get("block_id") == "kb_expand" for e in b["elements"]]
+    assert full == ["kb:full:a1:1:en"]
 
 
 def test_source_links_and_entry_links():
