@@ -1,6 +1,7 @@
 """Healthy logs made by real runs (tests/fixtures/healthy_logs/ from bench/make_healthy_logs.py, and the healthy run
-of tests/fixtures/long_logs/): kb finds no error block in any of them and answers nothing above the gate, with or
-without a question of the user's that says nothing of a failure."""
+of tests/fixtures/long_logs/): kb finds no error block in any of them and answers nothing above the gate, read as a
+file (`kb ask --log FILE`: every line is the log's) and pasted whole as the question (kb tells the log from the
+user's words by their form)."""
 
 from __future__ import annotations
 
@@ -25,4 +26,5 @@ def test_a_healthy_log_has_no_error_block_and_no_answer(engine, path):
     assert not t.found, [(b.start, b.head) for b in t.blocks]
     assert not engine.ask("", log=t).answered
     pasted = path.read_text(encoding="utf-8", errors="replace")
-    assert not engine.ask(pasted).answered  # pasted as the question itself
+    ans = engine.ask(pasted)  # pasted as the question itself
+    assert ans.log is not None and not ans.answered, ans.query[:300]

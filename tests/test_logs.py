@@ -13,7 +13,15 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
-from kb.ask.logs import KEEP_BLOCKS, TRIAGE_MIN_LINES, is_error_line, read_log, triage_text, wants_triage
+from kb.ask.logs import (
+    KEEP_BLOCKS,
+    TRIAGE_MIN_LINES,
+    is_error_line,
+    iter_lines,
+    read_log,
+    triage_text,
+    wants_triage,
+)
 from kb.ask.question import read_question
 
 HEALTHY = [
@@ -120,7 +128,38 @@ def test_only_a_long_paste_is_triaged():
     short = "\n".join(FAILURE_TAIL[:6])
     assert not wants_triage(short, True)
     assert wants_triage(_log(TRIAGE_MIN_LINES + 1), True)
-    assert not wants_triage(_log(TRIAGE_MIN_LINES + 1), False)
+    # a healthy log pasted whole has no error's form, but its lines are a program's
+    assert wants_triage(_log(TRIAGE_MIN_LINES + 1), False)
+    # a long question that is no log (a config pasted with a sentence) is read as a question
+    keys = ["train_batch_size", "gradient_accumulation_steps", "steps_per_print", "wall_clock_breakdown"]
+    keys += ["stage", "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "stage3_prefetch_bucket_size"]
+    keys += ["stage3_param_persistence_threshold", "sub_group_size", "stage3_max_live_parameters"]
+    keys += ["stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save", "round_robin_gradients"]
+    keys += ["enabled", "loss_scale", "loss_scale_window", "initial_scale_power", "hysteresis", "min_loss_scale"]
+    keys += ["device", "pin_memory", "buffer_count", "fast_init", "gradient_clipping", "prescale_gradients"]
+    config = "my zero3 run is slow, config:\n{\n" + "".join(f'  "{k}": "auto",\n' for k in keys) + "}"
+    assert not wants_triage(config, False)
+    mine = [f"{w} happened when I tried it" for w in "abcdefghijklmn"]  # 14 lines of the user's, each its own
+    assert not wants_triage("\n".join(mine + HEALTHY[:1] * 13), False)  # 13 of 27 lines a program's
+    assert wants_triage("\n".join(mine[:13] + HEALTHY[:1] * 14), False)  # 14 of 27
+    progress = "\n".join(f"epoch {i} loss 0.{i:04d} lr 0.05" for i in range(30))  # printed: one shape, 30 numbers
+    assert wants_triage(progress, False)
+
+
+def test_a_file_is_all_log_and_a_paste_keeps_the_users_words_apart():
+    notice = [
+        "The following values were not passed to `accelerate launch` and had defaults used instead:",
+        "\t`--num_machines` was set to a value of `1`",
+        "To avoid this warning pass in values for each of the problematic parameters.",
+    ]
+    body = [*notice, *HEALTHY * 3, *(f"step {i} loss 2.{i:02d}" for i in range(12)), "training finished"]
+    text = "\n".join(body)
+    assert read_log(iter_lines(text)).prose == ""  # a file: nothing in it is the user's question
+    pasted = triage_text(text)
+    assert "accelerate launch" not in pasted.prose  # a notice with an indented item is a program's block
+    assert "step" not in pasted.prose  # the log printed that shape before: output
+    asked = triage_text("zero3 run hangs after step 11, is this log healthy?\n" + text + "\n\nwhy does it stop?")
+    assert asked.prose.startswith("zero3 run hangs after step 11") and "why does it stop?" in asked.prose
 
 
 def test_a_question_with_a_log_reads_the_blocks_not_the_healthy_lines():

@@ -9,7 +9,10 @@ file or stdin of any length: its state is bounded) and keeps:
   ``CUDA error``, ``out of memory``, NCCL ``WARN`` / ``ERROR``, a ``[ERROR]`` logging line, a fatal signal, a
   launcher's non-zero exit); torchrun's failure summary (``Root Cause (first observed failure)``, with the rank
   and the exit code);
-- the user's own words around the log (the lines before its first log line and after its last).
+- in a pasted text (``triage_text``), the user's own words around the log: the lines before its first log line
+  and after its last, less what has a program's form (a notice with indented items, a line whose shape, numbers
+  aside, the log printed before). A file or stdin (``read_log``) is all log: its first lines are
+  what the program printed first (accelerate's "values were not passed" notice), never the user's question.
 
 torchrun's summary lists every failed rank under "Failures:" and the root cause ("first observed failure") after
 it; the root cause's rank and exit code are read from that part only.
@@ -57,8 +60,17 @@ _ERROR_LINE = re.compile(
 )
 # a line a healthy run prints whatever it says (a level-INFO line, a Python or torch warning)
 _HEALTHY_FORM = re.compile(
-    r"\bNCCL INFO\b|\[INFO\]|\bINFO\b[:\]]|\s-\sINFO\s-\s|^\s*(?:[\w.]+\.)?\w*Warning:|\bwarnings\.warn\(|^\s*\[?W\d{4} "
+    r"\bNCCL INFO\b|\[INFO\]|\bINFO\b[:\]]|\s-\sINFO\s-\s|^\s*(?:[\w.]+\.)?\w*Warning:|\bwarnings\.warn\(|^\s*\[?[IW]\d{4} "
 )
+# the forms of a line a program printed, beyond a level or a traceback: a glog header ("I1202 13:31:25.77 ...",
+# "[W1202 ...]"), a tag a logger puts first ("[transformers] ", "[c10d] ", "[rank 0] "), a tqdm bar anywhere in
+# the line ("epoch 0:  62%|######   | 10/16"), a dict or a dataclass repr (Trainer's loss dicts, TrainOutput(...)),
+# a rule of '=' / '-' / '*'
+_PRINTED = re.compile(
+    r"^\s*\[?[IWEF]\d{4} \d\d:\d\d:\d\d|^\s*\[[A-Za-z][\w. -]{0,30}\]\s|\d+%\|[^|]*\|\s*\d+/\d+"
+    r"|^\s*\{['\"]|^\s*[A-Z]\w*\(\w+=|^\s*[=*-]{10,}\s*$"
+)
+_GLOG_ERROR = re.compile(r"^\s*\[?[EF]\d{4} \d\d:\d\d:\d\d")
 _CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 _GENERIC = re.compile(r"ChildFailedError|CalledProcessError|SystemExit|exits? with return code|\bexitcode\b")
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\)")
@@ -179,7 +191,7 @@ def is_error_line(line: str) -> bool:
         lvl = _LEVEL.findall(body)
         if not any(x in ("ERROR", "CRITICAL", "FATAL") for x in lvl) and "NCCL WARN" not in body:
             return False
-    return bool(_ERROR_LINE.search(body))
+    return bool(_ERROR_LINE.search(body) or _GLOG_ERROR.match(body))
 
 
 def looks_like_log_line(line: str) -> bool:
@@ -192,8 +204,17 @@ def looks_like_log_line(line: str) -> bool:
         or _EXC_LINE.search(body)
         or re.match(r"^\s+File \"|^\s*\[\d{4}-\d\d-\d\d|^\s*\d{4}-\d\d-\d\d[ T]\d\d:|^\s*\{'|^\s*\d+%\|", body)
         or _SUMMARY_START.match(body)
+        or _PRINTED.search(body)
         or re.search(r"\w+\.py:\d+", body)
     )
+
+
+def _shape(line: str) -> str:
+    """A line as a program prints it every time: numbers, addresses and spacing aside."""
+    return re.sub(r"\d+(?:\.\d+)?", "N", re.sub(r"0x[0-9a-fA-F]+", "0x", line)).strip()
+
+
+MAX_SHAPES = 4096  # the shapes of the log's plain lines remembered (to tell the user's words after it from output)
 
 
 def _key(b: Block) -> str:
@@ -204,7 +225,9 @@ def _key(b: Block) -> str:
 
 
 class _Reader:
-    def __init__(self) -> None:
+    def __init__(self, prose: bool) -> None:
+        self.prose = prose  # look for the user's words around the log (a pasted text), or not (a file, stdin)
+        self.shapes: set[str] = set()  # the shapes of plain lines inside the log
         self.t = LogTriage()
         self.first: list[Block] = []
         self.last: deque[Block] = deque(maxlen=KEEP_BLOCKS)
@@ -247,16 +270,24 @@ class _Reader:
         body, rank = _strip(line)
         logish = looks_like_log_line(line)
         if not self.in_log:
-            if logish:
+            if logish or not self.prose:
                 self.in_log = True
             elif len("\n".join(self.lead)) < MAX_PROSE_CHARS:
                 self.lead.append(line)
                 return
-        if logish:
+        if not self.prose:
+            pass
+        elif logish:
+            for x in self.trail:  # plain lines inside the log: output, whose shape the user's words will not have
+                if len(self.shapes) < MAX_SHAPES:
+                    self.shapes.add(_shape(x))
             self.trail = []
-        elif line.strip():
-            self.trail.append(line)
-            del self.trail[:-20]
+        else:  # a plain line, or a blank one (where the user's words after the log start)
+            self.trail.append(line if line.strip() else "")
+            if len(self.trail) > 20:
+                if self.trail[0] and len(self.shapes) < MAX_SHAPES:
+                    self.shapes.add(_shape(self.trail[0]))
+                del self.trail[0]
         # torchrun's failure summary: between two rules of '=', with "Root Cause"
         if self.summary is not None:
             self.summary.lines.append(line)
@@ -317,8 +348,8 @@ class _Reader:
             self._add(self.summary)
         t = self.t
         t.blocks = [*self.first, *self.last]
-        words = [*self.lead, *([""] if self.lead and self.trail else []), *self.trail]
-        t.prose = "\n".join(words).strip()[:MAX_PROSE_CHARS]
+        lead, trail = _words(self.lead, self.shapes, True), _words(self.trail, self.shapes, False)
+        t.prose = "\n".join([*lead, *([""] if lead and trail else []), *trail]).strip()[:MAX_PROSE_CHARS]
         t.used = _choose(t.blocks)
         summary = next((b for b in reversed(t.blocks) if b.kind == "summary"), None)
         root = t.used[0] if t.used and t.used[0].kind != "summary" else None
@@ -327,6 +358,32 @@ class _Reader:
         elif root is not None:
             t.failing_rank = root.rank
         return t
+
+
+_ASKED = re.compile(r"[?？]\s*$|[\u4e00-\u9fff]")
+
+
+def _words(lines: list[str], shapes: set[str], before: bool) -> list[str]:
+    """The user's words among the plain lines before (``before``) or after a pasted log. An indented line is a
+    program's (a notice's items, a warning's source line, a config dump), and so is the line it continues: before
+    the log, the log starts at the first such block; after it, the log ends with the last one. After the log, the
+    lines up to the first blank one are output too, except a question (``_ASKED``). Of the rest, a line whose shape
+    the log printed already, or which these lines repeat, is output ("step 12 loss 2.31")."""
+    indented = [k for k, ln in enumerate(lines) if ln[:1] in (" ", "\t") and ln.strip()]
+    if indented and before:
+        lines = lines[: max(indented[0] - 1, 0)]
+    elif indented:
+        lines = lines[indented[-1] + 1 :]
+    if not before and lines and lines[0].strip():
+        # the lines straight after the log's last line, before a blank one, are still its output ("training
+        # finished"), unless one is a question: it ends with a question mark, or it is in Chinese
+        glued = next((k for k, ln in enumerate(lines) if not ln.strip()), len(lines))
+        lines = [ln for ln in lines[:glued] if _ASKED.search(ln)] + lines[glued:]
+    seen: dict[str, int] = {}
+    for ln in lines:
+        seen[_shape(ln)] = seen.get(_shape(ln), 0) + 1
+    out = [ln for ln in lines if not ln.strip() or (_shape(ln) not in shapes and seen[_shape(ln)] == 1)]
+    return "\n".join(out).strip("\n").splitlines()
 
 
 # the failure at the end of a log: the error blocks that start within this many lines of its last one (a startup
@@ -357,9 +414,10 @@ def _choose(blocks: list[Block]) -> list[Block]:
     return picks[:MAX_USED]
 
 
-def read_log(lines: Iterable[str]) -> LogTriage:
-    """Read a log line by line (any length; what is kept is bounded) and triage it."""
-    r = _Reader()
+def read_log(lines: Iterable[str], prose: bool = False) -> LogTriage:
+    """Read a log line by line (any length; what is kept is bounded) and triage it. ``prose``: the lines may hold
+    the user's words before and after the log (a pasted question); a file or stdin is read as all log."""
+    r = _Reader(prose)
     n = 0
     for n, ln in enumerate(lines, 1):
         r.feed(n, ln)
@@ -380,16 +438,31 @@ def iter_lines(text: str) -> Iterator[str]:
 
 
 def triage_text(text: str) -> LogTriage:
-    return read_log(iter_lines(text))
+    """A pasted question that is (or holds) a whole log: the user's words are kept apart."""
+    return read_log(iter_lines(text), prose=True)
 
 
 # a pasted text is triaged as a log when it is a log and longer than a pasted error: more lines than this
 TRIAGE_MIN_LINES = 25
+REPEATED = 3  # lines that differ only in their numbers, printed this many times, are a program's ("step 3 loss 2.1")
 
 
 def wants_triage(text: str, is_log: bool) -> bool:
-    """Is this question a whole log (to read from its error blocks) rather than a pasted error?"""
-    return is_log and text.count("\n") + 1 > TRIAGE_MIN_LINES
+    """Is this question a whole log (to read from its error blocks) rather than a pasted error? It is longer than
+    a pasted error, and it has an error's form (``is_log``) or at least half its lines are a program's output (a
+    healthy run's log pasted whole has no traceback to show it is one): a log line's form, or a line the paste
+    repeats with other numbers."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) <= TRIAGE_MIN_LINES:
+        return False
+    if is_log:
+        return True
+    shapes: dict[str, int] = {}
+    for ln in lines:
+        shapes[_shape(ln)] = shapes.get(_shape(ln), 0) + 1
+    # a line a program printed: in a log's form, or one of REPEATED lines that differ only in their numbers
+    printed = sum(looks_like_log_line(ln) or shapes[_shape(ln)] >= REPEATED for ln in lines)
+    return 2 * printed >= len(lines)
 
 
 __all__ = ["Block", "LogTriage", "is_error_line", "read_log", "triage_text", "wants_triage"]
