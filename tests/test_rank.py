@@ -88,6 +88,28 @@ def test_a_version_mismatch_orders_lower_and_never_declines():
     assert alone.answered and [h.entry_id for h in alone.results] == ["old"]
 
 
+def test_an_entry_for_another_setting_of_the_run_comes_after_the_rest():
+    """A contradicted exclusive setting (precision, stage, offload) orders the entry last, keeping its score; a
+    contradicted method or phase only costs the penalty (a QLoRA run is a LoRA run; a save happens later)."""
+
+    def hit(eid, score, key=None):
+        h = Hit(eid, score=score)
+        if key:
+            h.notes.append(("why.cond_mismatch", {"key": key, "have": "x", "want": "y"}))
+        return h
+
+    sel = rank.select([hit("bf16", 0.83, "precision"), hit("fp16", 0.66)], 5, [], lambda e: None)
+    assert [h.entry_id for h in sel.results] == ["fp16", "bf16"] and sel.results[1].score == 0.83
+    for key in ("method", "when"):
+        sel = rank.select([hit("a", 0.83, key), hit("b", 0.66)], 5, [], lambda e: None)
+        assert [h.entry_id for h in sel.results] == ["a", "b"], key
+    named = hit("zeropp", 0.83, "zero_stage")
+    named.params = ["zero_quantized_gradients"]  # "does zero_quantized_gradients do anything with stage 2?"
+    sel = rank.select([named, hit("other", 0.66)], 5, [], lambda e: None)
+    assert [h.entry_id for h in sel.results] == ["zeropp", "other"]  # the stage is the answer
+    assert set(rank.EXCLUSIVE) <= set(SetupFacts().__dict__)  # every name is a fact kb reads
+
+
 def test_gate_pinning_and_relative_keep_run_on_calibrated_scores():
     assert not rank.select(_scored(("x", 0.43), ("y", 0.2)), 5, [], lambda e: None).answered
     assert [h.entry_id for h in rank.select(_scored(("x", 0.43)), 5, [], lambda e: None).closest] == ["x"]

@@ -42,6 +42,9 @@ PARAM_BONUS = 0.12  # the question names a parameter the entry is about
 TITLE_NAME_BONUS = 0.08  # ... and more when the entry is about that name (it is in the title)
 FINDING_BOOST = {"error": 0.20, "warning": 0.10, "info": 0.0}  # kb lint found this in the user's config
 CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15  # the user's facts satisfy / contradict the entry's conditions
+# the conditions that are one setting of the whole run, each value excluding the others (a run is fp16 or bf16, ZeRO-2
+# or ZeRO-3); not the method (a QLoRA run is a LoRA run) nor the phase (a save happens "later" in training)
+EXCLUSIVE = ("precision", "zero_stage", "offload_optimizer", "offload_param")
 NO_ANCHOR_FACTOR = 0.8  # the question names nothing of the field (no anchor term, no registry name)
 OFF_TASK_FACTOR = 0.8  # the question is about serving or installing and says nothing of training
 
@@ -305,14 +308,31 @@ def select(
     applies: Callable[[str], bool | None],
     n_closest: int = 3,
 ) -> Selection:
-    """The decision, once and last, on the calibrated scores: the gate, the version order, pinning, the keep.
+    """The decision, once and last, on the calibrated scores: the gate, the order (contradicted conditions last, the
+    version demotion), pinning, the keep.
 
     ``pinned``: entries explaining error-level findings in the user's config, in finding order (a fact, not a
     guess: they are answers whatever their score). ``applies(entry_id)``: False when the entry's applies_to
     excludes the user's versions."""
     not_applying = {h.entry_id for h in ranked if applies(h.entry_id) is False}
+    # an entry for another setting of the run than the user's (EXCLUSIVE: "fp16" against an entry for bf16 runs,
+    # ZeRO-2 against one for ZeRO-3) comes after every entry that is not, whatever its score (the embedder hardly
+    # tells "fp16" from "bf16"); it keeps its score and its note. Not when the question names a parameter the
+    # entry is about or pastes its error: then the setting is the answer ("does zero_quantized_gradients do anything
+    # with stage 2?": it is a ZeRO-3 option)
+    contradicted = {
+        h.entry_id
+        for h in ranked
+        if not (h.params or h.signature)
+        and any(key == "why.cond_mismatch" and f.get("key") in EXCLUSIVE for key, f in h.notes)
+    }
     ordered = sorted(
-        ranked, key=lambda h: (-(h.score * VERSION_DEMOTE if h.entry_id in not_applying else h.score), h.entry_id)
+        ranked,
+        key=lambda h: (
+            h.entry_id in contradicted,
+            -(h.score * VERSION_DEMOTE if h.entry_id in not_applying else h.score),
+            h.entry_id,
+        ),
     )
     answered = bool(ranked) and (ranked[0].score >= ANSWER_THRESHOLD or bool(pinned))
     if not answered:
@@ -320,7 +340,11 @@ def select(
     first = [h for eid in pinned for h in ordered if h.entry_id == eid][:k]
     rest = [h for h in ordered if h.entry_id not in pinned]
     keep = list(first)
-    best = max((h.score for h in rest), default=0.0)
+    # the keep is relative to the best entry for the user's setting, when one passes the gate (an entry for another
+    # setting neither sets the bar nor hides the others)
+    own = [h for h in rest if h.entry_id not in contradicted]
+    best_own = max((h.score for h in own), default=0.0)
+    best = best_own if best_own >= ANSWER_THRESHOLD else max((h.score for h in rest), default=0.0)
     if best >= ANSWER_THRESHOLD:
         keep += [h for h in rest if h.score >= best * RELATIVE_KEEP][: max(0, k - len(keep))]
     return Selection(True, keep, [], not_applying)
