@@ -77,3 +77,38 @@ def test_llamafactory_lora_yaml_does_not_steer_to_eval_or_save_entries(engine):
     top = ans.results[0].id
     assert top not in ("eval-oom-zero3", "save-checkpoint-host-ram-spike", "checkpoint-disk-full-optimizer-states"), top
     assert ans.config_facts["method"] == "lora" and ans.config_facts["evaluates"] is False
+
+
+# issue 22: an attached front-end config (LLaMA-Factory, axolotl, accelerate, TRL YAMLs as their projects ship them)
+# steers only by what it states: no entry for another method than the config's, and no MoE entry the question alone
+# would not get (the MoE entry reached "显存不够" whatever the config: the question's doing, not the config's)
+STEER_CONFIGS = [
+    "llamafactory__examples__train_lora__qwen3_lora_sft.yaml",
+    "llamafactory__examples__train_full__qwen3_full_sft.yaml",
+    "axolotl__examples__llama-3__lora-1b.yml",
+    "accelerate__examples__config_yaml_templates__multi_gpu.yaml",
+    "trl__examples__accelerate_configs__deepspeed_zero3.yaml",
+]
+STEER_QUESTIONS = [
+    "oom at the first step",
+    "training is very slow",
+    "loss does not go down",
+    "训练卡住不动了",
+    "显存不够",
+]
+
+
+@pytest.mark.parametrize("name", STEER_CONFIGS)
+def test_a_front_end_config_steers_only_by_what_it_states(engine, name):
+    from tests.conftest import ROOT
+
+    text = (ROOT / "tests/fixtures/real_configs" / name).read_text(encoding="utf-8")
+    conds = {eid: (e.get("conditions") or {}) for eid, e in engine.index.entries.items()}
+    for q in STEER_QUESTIONS:
+        bare = {r.id for r in engine.ask(q, k=3).results}
+        ans = engine.ask(q, config_text=text, config_name=name, k=3)
+        method = ans.config_facts.get("method") if ans.config_facts else None
+        for r in ans.results:
+            want = conds[r.id].get("method")
+            assert not (method and want and method not in want), (q, r.id, method, want)
+            assert not (r.id.startswith("moe-") and r.id not in bare), (q, r.id)
