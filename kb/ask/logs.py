@@ -31,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb.lang import CJK
+
 MAX_BLOCK_LINES = 40  # a traceback longer than this keeps its first line and its last lines
 MAX_USED = 3
 RETRIEVAL_LINES = 14  # a traceback's last lines retrieval reads (the frames nearest the exception, and its message)
@@ -360,7 +362,7 @@ class _Reader:
         return t
 
 
-_ASKED = re.compile(r"[?？]\s*$|[\u4e00-\u9fff]")
+_ASKED = re.compile(rf"[?？]\s*$|[{CJK}]")
 
 
 def _words(lines: list[str], shapes: set[str], before: bool) -> list[str]:
