@@ -204,7 +204,7 @@ def looks_like_log_line(line: str) -> bool:
         or _LEVEL.search(body)
         or _TRACEBACK.search(body)
         or _EXC_LINE.search(body)
-        or re.match(r"^\s+File \"|^\s*\[\d{4}-\d\d-\d\d|^\s*\d{4}-\d\d-\d\d[ T]\d\d:|^\s*\{'|^\s*\d+%\|", body)
+        or re.match(r"^\s+File \"|^\s*\[\d{4}-\d\d-\d\d|^\s*\d{4}-\d\d-\d\d[ T]\d\d:|^\s*\d+%\|", body)
         or _SUMMARY_START.match(body)
         or _PRINTED.search(body)
         or re.search(r"\w+\.py:\d+", body)
@@ -221,9 +221,7 @@ MAX_SHAPES = 4096  # the shapes of the log's plain lines remembered (to tell the
 
 def _key(b: Block) -> str:
     """What two reports of one block share: the text without ranks, hosts, numbers and addresses."""
-    t = "\n".join(_strip(ln)[0] for ln in b.lines)
-    t = re.sub(r"0x[0-9a-fA-F]+", "0x", t)
-    return re.sub(r"\d+", "N", t)
+    return _shape("\n".join(_strip(ln)[0] for ln in b.lines))
 
 
 class _Reader:
@@ -265,6 +263,22 @@ class _Reader:
             self._add(self.tb)
         self.tb, self.tb_exc, self.chained = None, False, False
 
+    def _remember_shape(self, line: str) -> None:
+        if line and len(self.shapes) < MAX_SHAPES:
+            self.shapes.add(_shape(line))
+
+    def _follow_trail(self, line: str, logish: bool) -> None:
+        """The plain lines after the last log line so far (the user's words, if the log has ended); plain lines
+        the log goes on after are output, and their shapes are remembered (the user's words will not have them)."""
+        if logish:
+            for x in self.trail:
+                self._remember_shape(x)
+            self.trail = []
+            return
+        self.trail.append(line if line.strip() else "")  # a blank line: where the user's words may start
+        if len(self.trail) > 20:
+            self._remember_shape(self.trail.pop(0))
+
     def feed(self, n: int, raw: str) -> None:
         line = raw.rstrip("\r\n")
         self.t.lines = n
@@ -277,19 +291,8 @@ class _Reader:
             elif len("\n".join(self.lead)) < MAX_PROSE_CHARS:
                 self.lead.append(line)
                 return
-        if not self.prose:
-            pass
-        elif logish:
-            for x in self.trail:  # plain lines inside the log: output, whose shape the user's words will not have
-                if len(self.shapes) < MAX_SHAPES:
-                    self.shapes.add(_shape(x))
-            self.trail = []
-        else:  # a plain line, or a blank one (where the user's words after the log start)
-            self.trail.append(line if line.strip() else "")
-            if len(self.trail) > 20:
-                if self.trail[0] and len(self.shapes) < MAX_SHAPES:
-                    self.shapes.add(_shape(self.trail[0]))
-                del self.trail[0]
+        if self.prose:
+            self._follow_trail(line, logish)
         # torchrun's failure summary: between two rules of '=', with "Root Cause"
         if self.summary is not None:
             self.summary.lines.append(line)
