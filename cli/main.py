@@ -8,6 +8,7 @@ With ``--json`` every outcome, an error too, is exactly one JSON object on stdou
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -186,6 +187,54 @@ def _read_log(path: str):
             return read_log(_progress_lines(fh, p.stat().st_size, name))
     except OSError as e:
         raise KbError(f"cannot read log {name}: {e.strerror or e}") from None
+
+
+def _stdin_question():
+    """``kb ask -``: the question from stdin, as (query, None); or, when stdin holds more than a question can (a
+    log piped in whole), ("", the log) streamed through kb.ask.logs.read_log like ``--log -``, from its first byte."""
+
+    from kb.ask.logs import read_log
+    from kb.ask.question import MAX_QUERY_CHARS
+
+    limit = MAX_QUERY_CHARS * 4
+    raw = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+    if raw is None:  # a text stream (tests, embedding): as text, whatever its length
+        text = sys.stdin.read()
+        return (_query_arg(text), None) if len(text.encode()) <= limit else ("", read_log(io.StringIO(text)))
+    try:
+        head = raw.read(limit + 1)
+    except OSError as e:
+        raise KbError(f"cannot read query <stdin>: {e.strerror or e}") from None
+    if len(head) <= limit:
+        from kb.inputs import InputError, decode_bytes
+
+        try:
+            return _query_arg(decode_bytes(head, "<stdin>")), None
+        except InputError as e:
+            raise KbError(str(e)) from None
+    chained = io.BufferedReader(_Chain(io.BytesIO(head), raw))
+    try:
+        return "", read_log(io.TextIOWrapper(chained, encoding="utf-8", errors="replace"))
+    except OSError as e:
+        raise KbError(f"cannot read log <stdin>: {e.strerror or e}") from None
+
+
+class _Chain(io.RawIOBase):
+    """Binary streams read one after the other (the bytes ``kb ask -`` read to size stdin, then the rest of it)."""
+
+    def __init__(self, *parts):
+        self._parts = list(parts)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while self._parts:
+            n = self._parts[0].readinto(b)
+            if n:
+                return n
+            self._parts.pop(0)
+        return 0
 
 
 def _progress_lines(fh, size: int, name: str):
@@ -479,6 +528,8 @@ def ask(
             raise KbError("QUERY and --log cannot both be read from stdin")
         log = _read_log(log_path)
         query = _query_arg(query) if query else ""
+    elif query == "-":
+        query, log = _stdin_question()
     else:
         query = _query_arg(query)
     config_text, config_name = (
