@@ -33,6 +33,33 @@ HERE = Path(__file__).resolve().parent
 MARKER = ".kb-site"  # a folder holding this file was written by kb export and may be replaced by it
 INDEXED = ("entry", "param", "names", "seed")  # page kinds Pagefind indexes (home and the record index are lists)
 
+# Search ranking, Pagefind's own controls (docs/site.md, "Ranking"; tuned on the entries' own queries with
+# bench/site_search.py, never on tests/eval/heldout.yaml).
+# WEIGHTS: data-pagefind-weight of what a page shows (0 to 10; plain text is 1, and headings without one get
+# Pagefind's defaults, https://pagefind.app/docs/weighting/); section headings the site writes ("Symptoms",
+# "Fixes") are not indexed at all, being the same on every entry.
+WEIGHTS = {
+    "entry_title": 7.0,  # the entry's h1: what the failure is
+    "entry_summary": 2.0,
+    "entry_symptoms": 3.0,  # how users describe the failure
+    "entry_errors": 2.0,  # the error messages the entry's signatures match, as the library prints them
+    "entry_fix_title": 5.0,  # h3
+    "entry_text": 1.0,  # causes and what each fix does
+    "entry_detail": 0.5,  # snippets, parameter tables, versions, sources: names and numbers, not the failure
+    "entry_related": 0.5,  # other entries' titles
+    "param_name": 10.0,  # a record's name, path and aliases: the exact name finds its page first
+    "seed_claim": 0.5,  # the seed thread: one page quoting every claim
+}
+# RANKING: Pagefind's ranking options, given to every bundle by static/site.js (pagefind.options, mergeIndex).
+# metaWeights: Pagefind adds to a page's score a boost for the query words found in its metadata fields, scaled by
+# the field's weight (default 5 for the title, 1 for the others). An entry's title counts once (its h1 weight already
+# ranks it: at 5, titles that share one common word won over the entries a question describes), its symptoms
+# (data-pagefind-meta="symptoms") twice, its error messages once, the page kind not at all (a label, "entry" /
+# "param"); a record page's names (data-pagefind-meta="names", only record pages have it) 5, so that a full
+# parameter name finds its page ahead of an entry titled with that name. Measured with bench/site_search.py on the
+# dev set (the entries' own queries), never tuned on tests/eval/heldout.yaml: docs/site.md, "Ranking".
+RANKING: dict[str, Any] = {"metaWeights": {"title": 1.0, "symptoms": 2.0, "errors": 1.0, "names": 5.0, "kind": 0.0}}
+
 
 @dataclass(frozen=True)
 class Page:
@@ -178,10 +205,12 @@ def entry_context(m: Model, lang: str, eid: str) -> dict[str, Any]:
     ]
     fixes = [{**f, "param_links": [{"id": p, "href": param_href(m, lang, p)} for p in f["params"]]} for f in r["fixes"]]
     checked = {pkg: m.registry.versions[pkg] for pkg in m.packages[eid] if pkg in m.registry.versions}
+    errors = list(dict.fromkeys(sig.examples[0].strip() for sig in e.signatures))
     return {
         "r": r,
         "e": e,
         "symptoms": e.symptoms.zh if lang == "zh" else e.symptoms.en,
+        "errors": errors,
         "myths": myths,
         "related": related,
         "facts": facts,
@@ -412,6 +441,7 @@ def render(m: Model, base_url: str = "", docs_url: str = "") -> tuple[dict[str, 
             "docs_url": docs_url.rstrip("/"),
             "search_labels": _search_labels(p.lang, m),
             "indexed": p.kind in INDEXED,
+            "pw": WEIGHTS,
             "has_seed": bool(m.claims),
             **p.context,
         }
@@ -439,6 +469,7 @@ def _search_labels(lang: str, m: Model) -> dict[str, Any]:
         "filters",
     )
     out: dict[str, Any] = {k: lb[k] for k in keys}
+    out["ranking"] = RANKING
     out["order"] = {"area": list(m.areas), "language": list(LANGS), "kind": ["entry", "param", "names", "seed"]}
     out["values"] = {
         "area": {a: lb[f"area_{a}"] for a in m.areas},

