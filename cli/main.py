@@ -192,15 +192,13 @@ def _read_log(path: str):
 def _stdin_question():
     """``kb ask -``: the question from stdin, as (query, None); or, when stdin holds more than a question can (a
     log piped in whole), ("", the log) streamed through kb.ask.logs.read_log like ``--log -``, from its first byte."""
-
     from kb.ask.logs import read_log
     from kb.ask.question import MAX_QUERY_CHARS
 
     limit = MAX_QUERY_CHARS * 4
     raw = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
-    if raw is None:  # a text stream (tests, embedding): as text, whatever its length
-        text = sys.stdin.read()
-        return (_query_arg(text), None) if len(text.encode()) <= limit else ("", read_log(io.StringIO(text)))
+    if raw is None:  # a text stream without bytes under it (embedding): a question, as before
+        return _query_arg("-"), None
     try:
         head = raw.read(limit + 1)
     except OSError as e:
