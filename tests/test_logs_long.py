@@ -53,7 +53,7 @@ def test_a_whole_log_piped_into_kb_ask_is_read_as_a_log(item):
     sizes = [(LOGS / i["file"]).stat().st_size for i in ITEMS]
     assert max(sizes) > MAX_QUERY_CHARS * 4 > min(sizes)  # both cases: over the limit that refused, and under it
     r = CliRunner().invoke(main, ["ask", "-", "--json"], input=data)
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert out["log"] and out["log"]["lines"] == data.decode("utf-8").count("\n"), out["log"]
     if item["expect"] is None:
         assert r.exit_code == 3 and not out["results"]
@@ -69,5 +69,5 @@ def test_a_question_piped_into_kb_ask_stays_a_question():
     from cli.main import main
 
     r = CliRunner().invoke(main, ["ask", "-", "--json"], input=b"zero3 oom first step\n")
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert r.exit_code == 0 and out["log"] is None and out["results"][0]["id"] == "zero3-single-gpu-no-offload"
