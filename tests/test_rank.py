@@ -73,6 +73,57 @@ def test_discounts_scale_and_a_matching_signature_is_exempt():
     assert rank.Context(read_question("install the nvidia driver on the server"), ENTRIES).off_task
 
 
+_KB_WORDS = frozenset({"train", "training", "trainer", "grpo", "async", "lora", "micro", "batch", "oom", "nccl"})
+
+
+def _known(token: str) -> bool:
+    return token in _KB_WORDS
+
+
+def test_a_name_kb_never_saw_that_english_lacks_is_another_tool():
+    """Bad and ok cases of kb.ask.rank.foreign_names, none from the evaluation sets: a product name (not an English
+    word, no word of kb's) is one; an English word, a word of kb's, a compound of kb's words, an acronym is not."""
+    assert rank.foreign_names(read_question("fooocus inpainting crashes with cuda oom").words, _known) == ["fooocus"]
+    assert rank.foreign_names(read_question("invokeai_v3 lora training oom").words, _known) == ["invokeai_v3"]
+    for ok in (
+        "the loss of the penguin run diverges",  # English words
+        "AsyncGRPOTrainer oom",  # Async + GRPO + Trainer: kb's words
+        "microbatch training oom",  # micro + batch
+        "tp pp sp oom",  # acronyms under NAME_MIN_LETTERS letters
+    ):
+        assert rank.foreign_names(read_question(ok).words, _known) == [], ok
+
+
+def test_another_tool_discounts_unless_the_question_names_kb_s_stack():
+    """The "other-tool" discount (OTHER_TOOL_FACTOR): for a question naming a tool kb never saw and nothing of kb's
+    stack; not when it also names a library kb covers, a ZeRO setting or TRL's trainers, nor for a matching
+    signature."""
+    other = rank.Context(read_question("fooocus inpainting runs out of memory"), ENTRIES, known=_known)
+    assert other.other_tools == ["fooocus"]
+    s = rank.score([_hit("c")], other)[0].score
+    with rank.disabled("other-tool"):
+        full = rank.score([_hit("c")], rank.Context(other.question, ENTRIES, known=_known))[0].score
+    assert s == pytest.approx(full * rank.OTHER_TOOL_FACTOR)
+    assert not any(n == "other-tool" for n, _, _ in rank.score([_hit("c", signature="x")], other)[0].steps)
+    for q in (
+        "fooocus with deepspeed runs out of memory",
+        "fooocus zero3 oom",
+        "fooocus dpo run oom",
+    ):
+        assert rank.Context(read_question(q), ENTRIES, known=_known).other_tools == [], q
+    # without a vocabulary (a Context built by hand) the rule does not guess
+    assert rank.Context(read_question("fooocus inpainting runs out of memory"), ENTRIES).other_tools == []
+
+
+def test_the_engine_says_which_name_it_does_not_know(engine):
+    """The answer carries a note naming the tool, in the answer's language; a question in kb's field does not."""
+    ans = engine.ask("fooocus inpainting gives cuda out of memory on 8gb")
+    assert any("fooocus" in n.message for n in ans.notes) and not ans.answered
+    zh = engine.ask("fooocus 重绘 显存不够")
+    assert any("fooocus" in n.message and "条目" in n.message for n in zh.notes)
+    assert not any("names" in n.message for n in engine.ask("zero3 oom first step").notes)
+
+
 def _scored(*pairs: tuple[str, float]) -> list[Hit]:
     return [Hit(eid, score=s) for eid, s in pairs]
 
@@ -157,7 +208,7 @@ def test_every_listed_word_can_match_a_question():
     stems it to "bitsandbyte"); Chinese words are matched in the text as written."""
     from kb.ask.text import tokenize
 
-    for words in (rank.DOMAIN_ANCHORS, rank.TRAINING_ANCHORS, rank.OFF_TASK):
+    for words in (rank.DOMAIN_ANCHORS, rank.TRAINING_ANCHORS, rank.OFF_TASK, rank.KB_STACK):
         assert all(w in tokenize(w) for w in words if w.isascii())
     assert "bitsandbyte" in rank.DOMAIN_ANCHORS and "finetune" in rank.TRAINING_ANCHORS
     assert rank.Context(read_question("bitsandbytes 8-bit adam error"), ENTRIES).anchored

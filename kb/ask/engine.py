@@ -51,6 +51,13 @@ class Engine:
         from kb.index.embedders import embedder_for_id
 
         self.retriever = Retriever(self.index, embedder_for_id(self.index.embedder_id))
+        self._registry_words: frozenset[str] | None = None
+
+    def knows(self, token: str) -> bool:
+        """Is ``token`` (kb.ask.text.tokenize's form) a word of kb's: an entry's, a field term, a registry name?"""
+        if self._registry_words is None:  # built the first time a question has a word the entries do not
+            self._registry_words = frozenset(n.lower() for n in self.registry._default_view().by_name)
+        return self.retriever.knows(token) or token in rank.DOMAIN_ANCHORS or token in self._registry_words
 
     # ------------------------------------------------------------ asking
 
@@ -135,8 +142,10 @@ class Engine:
         found = self.retriever.search(q, query_params=resolved, extra=list(pointed))
         entries = self.index.entries
         anchors = [n for n in resolved if rank.anchors(n, q.text, view)]
-        ctx = rank.Context(q, entries, facts, pointed, named=bool(anchors), units=self.index.units)
+        ctx = rank.Context(q, entries, facts, pointed, named=bool(anchors), units=self.index.units, known=self.knows)
         ranked = rank.score(found, ctx)
+        if ctx.other_tools:
+            notes.append(C.Note("input", t(lang, "other_tool", names=", ".join(ctx.other_tools))))
         # the registry's own answers (a name renamed / removed / added / deprecated), ranked with the entries
         lifecycle = {
             PREFIX + f.rid: f for f in registry_facts(q.param_names, q.text, self.registry._default_view(), view)

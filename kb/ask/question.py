@@ -15,7 +15,15 @@ import re
 from dataclasses import dataclass, field, replace
 
 from kb.ask.logs import MAX_PROSE_CHARS, LogTriage, triage_text, wants_triage
-from kb.ask.text import identifier_spans, looks_like_log, looks_like_param, normalize_traceback, tokenize
+from kb.ask.text import (
+    Word,
+    identifier_spans,
+    latin_words,
+    looks_like_log,
+    looks_like_param,
+    normalize_traceback,
+    tokenize,
+)
 from kb.doctor.configs import ParsedConfig, SetupFacts, facts_from_config, parse_config
 from kb.lang import detect_lang, pick_lang
 
@@ -75,6 +83,7 @@ class Question:
     error_lines: tuple[str, ...]  # lines of a pasted error or log
     prose: str  # the user's own words: the text without those lines
     tokens: tuple[str, ...]  # lexical tokens (kb.ask.text.tokenize)
+    words: tuple[Word, ...]  # its Latin words as written (kb.ask.text.latin_words): is one a name kb never saw?
     names: tuple[Name, ...]  # every parameter-like name, in order of appearance
     param_names: tuple[str, ...]  # those that look like a parameter, each once, in order of first appearance
     name_set: frozenset[str]  # every name, lower-cased (a myth about a name the question uses is marked)
@@ -163,6 +172,7 @@ def read_question(
         error_lines=tuple(log_lines),
         prose="\n".join(prose),
         tokens=tokens,
+        words=latin_words(text),
         names=names,
         param_names=tuple(dict.fromkeys(n.text for n in names if n.param_like)),
         name_set=frozenset(n.text.lower() for n in names),

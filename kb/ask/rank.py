@@ -7,7 +7,7 @@ with what hit@1 / hit@3 and the off-topic declines do without it, from ``bench/r
 
     score = W_DENSE * dense' + W_COVER * coverage + W_BM25 * bm25_rel                  (evidence)
           + signature + named parameter + name in title + config finding + conditions + phase not run
-          then x no-anchor, x off-task (not for a matching signature)
+          then x no-anchor, x off-task, x other-tool (not for a matching signature)
 
 The registry's own answers (kb.ask.facts) are scored on the same scale from these constants and ``LIFECYCLE``
 (below), and a name only a front end's arguments have anchors a question only when it names that front end
@@ -33,6 +33,7 @@ from kb.ask.text import word_tokens
 if TYPE_CHECKING:
     from kb.ask.question import Question
     from kb.ask.retrieve import Hit
+    from kb.ask.text import Word
     from kb.doctor.configs import SetupFacts
 
 # evidence: the calibrated mix (docs/retrieval.md, "How the gate was set")
@@ -47,6 +48,7 @@ CONDITION_BOOST, CONDITION_PENALTY = 0.06, 0.15  # the user's facts satisfy / co
 EXCLUSIVE = ("precision", "zero_stage", "offload_optimizer", "offload_param")
 NO_ANCHOR_FACTOR = 0.8  # the question names nothing of the field (no anchor term, no registry name)
 OFF_TASK_FACTOR = 0.8  # the question is about serving or installing and says nothing of training
+OTHER_TOOL_FACTOR = 0.8  # the question names a tool kb knows nothing of, and nothing of the stack kb covers
 
 ANSWER_THRESHOLD = 0.44  # the gate: below it, "no confident answer"
 # results far below the best match are noise, not alternatives: on the entries' own tests a right
@@ -72,13 +74,23 @@ DOMAIN_ANCHORS = word_tokens(
 OFF_TASK = word_tokens(
     "serve serving server deploy deployment driver installer endpoint 部署 推理服务 驱动 安装程序 上线"
 )
-TRAINING_ANCHORS = word_tokens(
-    "train training trainer finetune fine-tune finetuning sft dpo ppo grpo rlhf pretrain pretraining deepspeed "
-    "zero zero1 zero2 zero3 offload lora qlora peft fsdp accelerate backward optimizer adam gradient loss epoch "
-    "ds_config ds_report checkpoint nccl torchrun 微调 训练 续训 全参 预训练 反向 "
-    # the libraries kb's entries cover besides the registry's packages (kernels, quantization, front ends)
-    "flash flash_attn bitsandbytes liger apex trl llamafactory axolotl swift"
+# The stack kb covers: the registry's packages, the libraries its entries cover besides them (kernels, quantization,
+# front ends), TRL's trainers, and the settings only that stack has. A question naming one of these is kb's, whatever
+# else it names.
+KB_STACK = word_tokens(
+    "deepspeed transformers accelerate peft torch pytorch huggingface zero zero0 zero1 zero2 zero3 offload fsdp "
+    "ds_config ds_report flash flash_attn bitsandbytes liger apex trl llamafactory axolotl swift "
+    "sft dpo ppo grpo rloo kto orpo rlhf"
 )
+TRAINING_ANCHORS = KB_STACK | word_tokens(
+    "train training trainer finetune fine-tune finetuning pretrain pretraining lora qlora "
+    "backward optimizer adam gradient loss epoch checkpoint nccl torchrun 微调 训练 续训 全参 预训练 反向"
+)
+# "Another tool": a word of the question that is a name (no English word: wordfreq's English list, from sources
+# outside kb, does not have it) and that kb has never seen (no entry's text, no registry name, not a compound of
+# kb's words: "AsyncGRPOTrainer" is async + grpo + trainer). "sglang", "kohya_ss", "comfyui" are such names;
+# "mellanox" and "megatron" are English words, "deepspeed" is kb's. No word of this rule was written from a question.
+NAME_MIN_LETTERS = 4  # shorter runs of letters are acronyms and units (tp, gpu, 16g)
 
 
 # How Python's and the packages' own errors and warnings speak of a name's lifecycle (TypeError for an unknown
@@ -125,8 +137,10 @@ class Context:
     findings: dict[str, list[str]] = field(default_factory=dict)  # entry -> severities of the kb lint findings on it
     named: bool = False  # the question names a registry name (kb.registry.factcheck resolved it)
     units: list[dict[str, Any]] = field(default_factory=list)  # the index's units (for the "why" of a result)
+    known: Callable[[str], bool] | None = None  # is this token one kb has (an entry's word, a registry name)?
     _anchored: bool | None = None
     _off_task: bool | None = None
+    _other_tools: list[str] | None = None
 
     @property
     def anchored(self) -> bool:
@@ -150,6 +164,17 @@ class Context:
             )
             self._off_task = off and not training
         return self._off_task
+
+    @property
+    def other_tools(self) -> list[str]:
+        """The names of tools kb knows nothing of that the question uses, when it names nothing of kb's stack (a
+        library, a ZeRO setting, a registry name); else []. Not for a log (its host names and paths are not what
+        the user asks about) nor with a config (a config kb reads is of kb's stack)."""
+        if self._other_tools is None:
+            q = self.question
+            stack = self.named or q.is_log or q.config is not None or any(t in KB_STACK for t in q.tokens)
+            self._other_tools = [] if stack or self.known is None else foreign_names(q.words, self.known)
+        return self._other_tools
 
 
 @dataclass(frozen=True)
@@ -230,6 +255,40 @@ def _off_task_discount(h: Hit, ctx: Context) -> float | None:
     return None if h.signature or not ctx.off_task else OFF_TASK_FACTOR
 
 
+def _other_tool_discount(h: Hit, ctx: Context) -> float | None:
+    return None if h.signature or not ctx.other_tools else OTHER_TOOL_FACTOR
+
+
+def _compound(run: str, known: Callable[[str], bool]) -> bool:
+    """Is ``run`` (lower case) kb's words end to end, each of 3 letters or more?"""
+    ok = [True] + [False] * len(run)
+    for end in range(3, len(run) + 1):
+        ok[end] = any(ok[start] and known(run[start:end]) for start in range(0, end - 2))
+    return ok[-1]
+
+
+def foreign_names(words: tuple[Word, ...], known: Callable[[str], bool]) -> list[str]:
+    """The question's words (``Question.words``) that name something kb has never seen and English does not have
+    (see NAME_MIN_LETTERS), in order. Case does not split a name: "TensorRT" and "tensorrt" are one."""
+    out: list[str] = []
+    for w in words:
+        if known(w.token):
+            continue
+        for run, token in w.runs:
+            if len(run) < NAME_MIN_LETTERS or known(token) or _compound(run, known):
+                continue
+            if not _english(run):
+                out.append(w.text)
+                break
+    return out
+
+
+def _english(word: str) -> bool:
+    import wordfreq  # ~0.3 s to load its English list, once; only a question with a word kb has never seen gets here
+
+    return wordfreq.zipf_frequency(word, "en") > 0
+
+
 ADJUSTMENTS: tuple[Adjustment, ...] = (
     Adjustment(
         "evidence", "add", f"{W_DENSE} dense' + {W_COVER} coverage + {W_BM25} bm25", "the calibrated mix", _evidence
@@ -257,6 +316,13 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     Adjustment("no-anchor", "scale", f"x{NO_ANCHOR_FACTOR}", "the question names nothing of the field", _no_anchor),
     Adjustment(
         "off-task", "scale", f"x{OFF_TASK_FACTOR}", "serving or deploying, nothing of training", _off_task_discount
+    ),
+    Adjustment(
+        "other-tool",
+        "scale",
+        f"x{OTHER_TOOL_FACTOR}",
+        "names a tool kb has never seen, nothing of kb's stack",
+        _other_tool_discount,
     ),
 )
 _OFF: frozenset[str] = frozenset()

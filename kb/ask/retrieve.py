@@ -78,6 +78,10 @@ class Retriever:
             for s in (sig["pattern"] for sig in e.get("signatures", [])):  # {pattern, examples}
                 self._sigs.setdefault(s, (_required_literal(s), []))[1].append(eid)
 
+    def knows(self, token: str) -> bool:
+        """Does any unit of the index have ``token`` (kb.ask.text.tokenize's form)?"""
+        return token in self._vocab
+
     # ------------------------------------------------------------ pieces
 
     def _idf(self, tok: str) -> float:

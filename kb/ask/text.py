@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
+from dataclasses import dataclass
 
 from kb.lang import CJK
 
@@ -171,6 +172,28 @@ def tokenize(text: str) -> list[str]:
         if s.endswith(("b", "g", "gb")) or s in ("0", "1", "2", "3"):
             toks.append(s)  # model sizes and memory amounts are informative ("7b", "80g")
     return toks
+
+
+@dataclass(frozen=True)
+class Word:
+    """A Latin word of the question as written (lower case), its token, and its runs of letters with their tokens
+    (digits, "_", "-", "." split runs: "kohya_ss" is "kohya" and "ss"): what kb.ask.rank asks of a word it may not know."""
+
+    text: str
+    token: str
+    runs: tuple[tuple[str, str], ...]  # (run, its token)
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*")
+
+
+def latin_words(text: str) -> tuple[Word, ...]:
+    """Each Latin word of ``text`` once, in order."""
+    out = []
+    for w in dict.fromkeys(m.group().lower().rstrip(".-+") for m in _LATIN_WORD.finditer(text)):
+        runs = tuple((r, (tokenize(r)[:1] or [r])[0]) for r in re.findall(r"[a-z]+", w))
+        out.append(Word(w, (tokenize(w)[:1] or [w])[0], runs))
+    return tuple(out)
 
 
 def word_tokens(words: str) -> frozenset[str]:
