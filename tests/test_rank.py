@@ -124,6 +124,31 @@ def test_the_engine_says_which_name_it_does_not_know(engine):
     assert not any("names" in n.message for n in engine.ask("zero3 oom first step").notes)
 
 
+def test_a_question_with_too_little_to_go_on_is_thin():
+    """THIN_TOKENS: fewer distinct tokens than any question the gate was calibrated on, and nothing of the field.
+    Bad and ok cases of my own, none from the evaluation sets."""
+    for q in ("thanks in advance", "broken again", "帮帮忙"):
+        assert rank.Context(read_question(q), ENTRIES).thin, q
+    for q in (
+        "zero3 oom",  # anchored: a ZeRO stage and OOM
+        "stage3_prefetch_bucket_size",  # a name
+        "why is my loss flat after the warmup steps",  # four tokens or more
+    ):
+        assert not rank.Context(read_question(q), ENTRIES, named=q.startswith("stage3")).thin, q
+    thin = rank.Context(read_question("broken again"), ENTRIES)
+    s = rank.score([_hit("c")], thin)[0].score
+    with rank.disabled("thin"):
+        full = rank.score([_hit("c")], rank.Context(thin.question, ENTRIES))[0].score
+    assert s == pytest.approx(full * rank.THIN_FACTOR)
+    assert not any(n == "thin" for n, _, _ in rank.score([_hit("c", signature="x")], thin)[0].steps)
+
+
+def test_the_engine_says_what_a_thin_question_lacks(engine):
+    ans = engine.ask("broken again, thoughts")
+    assert not ans.answered and any("too little" in n.message for n in ans.notes)
+    assert any("报错" in n.message for n in engine.ask("又不行了").notes)
+
+
 def _scored(*pairs: tuple[str, float]) -> list[Hit]:
     return [Hit(eid, score=s) for eid, s in pairs]
 

@@ -52,12 +52,25 @@ class Engine:
 
         self.retriever = Retriever(self.index, embedder_for_id(self.index.embedder_id))
         self._registry_words: frozenset[str] | None = None
+        self._ds_config_words: frozenset[str] | None = None
 
     def knows(self, token: str) -> bool:
         """Is ``token`` (kb.ask.text.tokenize's form) a word of kb's: an entry's, a field term, a registry name?"""
         if self._registry_words is None:  # built the first time a question has a word the entries do not
             self._registry_words = frozenset(n.lower() for n in self.registry._default_view().by_name)
         return self.retriever.knows(token) or token in rank.DOMAIN_ANCHORS or token in self._registry_words
+
+    def ds_config_word(self, token: str) -> bool:
+        """Is ``token`` a section or top-level key of DeepSpeed's config (``nebula``, ``zero_optimization``,
+        ``steps_per_print``): what a ds_config is made of, so a question naming one is in kb's field."""
+        if self._ds_config_words is None:
+            self._ds_config_words = frozenset(
+                path.lower()
+                for path, recs in self.registry._default_view().by_path.items()
+                if "." not in path
+                and any(r["package"] == "deepspeed" and r["kind"] in ("config_section", "config_key") for r in recs)
+            )
+        return token in self._ds_config_words
 
     # ------------------------------------------------------------ asking
 
@@ -142,7 +155,16 @@ class Engine:
         found = self.retriever.search(q, query_params=resolved, extra=list(pointed))
         entries = self.index.entries
         anchors = [n for n in resolved if rank.anchors(n, q.text, view)]
-        ctx = rank.Context(q, entries, facts, pointed, named=bool(anchors), units=self.index.units, known=self.knows)
+        ctx = rank.Context(
+            q,
+            entries,
+            facts,
+            pointed,
+            named=bool(anchors),
+            units=self.index.units,
+            known=self.knows,
+            field_word=self.ds_config_word,
+        )
         ranked = rank.score(found, ctx)
         if ctx.other_tools:
             notes.append(C.Note("input", t(lang, "other_tool", names=", ".join(ctx.other_tools))))
@@ -160,6 +182,8 @@ class Engine:
             return None if eid in lifecycle else applies(entries[eid].get("applies_to") or {}, ps, "en")[0]
 
         sel = rank.select(ranked, k, pinned, entry_applies, MAX_CLOSEST)
+        if ctx.thin and not sel.answered:
+            notes.append(C.Note("input", t(lang, "thin")))  # what to add; an answered short question needs no advice
         results: list[C.Result] = []
         closest: list[C.Closest] = []
         if sel.answered:

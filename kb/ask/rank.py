@@ -7,7 +7,7 @@ with what hit@1 / hit@3 and the off-topic declines do without it, from ``bench/r
 
     score = W_DENSE * dense' + W_COVER * coverage + W_BM25 * bm25_rel                  (evidence)
           + signature + named parameter + name in title + config finding + conditions + phase not run
-          then x no-anchor, x off-task, x other-tool (not for a matching signature)
+          then x no-anchor, x off-task, x other-tool, x thin (not for a matching signature)
 
 The registry's own answers (kb.ask.facts) are scored on the same scale from these constants and ``LIFECYCLE``
 (below), and a name only a front end's arguments have anchors a question only when it names that front end
@@ -49,6 +49,10 @@ EXCLUSIVE = ("precision", "zero_stage", "offload_optimizer", "offload_param")
 NO_ANCHOR_FACTOR = 0.8  # the question names nothing of the field (no anchor term, no registry name)
 OFF_TASK_FACTOR = 0.8  # the question is about serving or installing and says nothing of training
 OTHER_TOOL_FACTOR = 0.8  # the question names a tool kb knows nothing of, and nothing of the stack kb covers
+# Too little to go on: fewer distinct tokens than any question the gate was calibrated on (the entries' own queries
+# and the held-out set have 4 or more, docs/retrieval.md), and nothing that places it in kb's field. "please check my
+# log" matches every word of some entry (coverage 1.0 over two generic words), which is no evidence.
+THIN_TOKENS, THIN_FACTOR = 4, 0.8
 
 ANSWER_THRESHOLD = 0.44  # the gate: below it, "no confident answer"
 # results far below the best match are noise, not alternatives: on the entries' own tests a right
@@ -138,6 +142,7 @@ class Context:
     named: bool = False  # the question names a registry name (kb.registry.factcheck resolved it)
     units: list[dict[str, Any]] = field(default_factory=list)  # the index's units (for the "why" of a result)
     known: Callable[[str], bool] | None = None  # is this token one kb has (an entry's word, a registry name)?
+    field_word: Callable[[str], bool] | None = None  # a ds_config section or top-level key? (only ``thin`` reads it)
     _anchored: bool | None = None
     _off_task: bool | None = None
     _other_tools: list[str] | None = None
@@ -164,6 +169,15 @@ class Context:
             )
             self._off_task = off and not training
         return self._off_task
+
+    @property
+    def thin(self) -> bool:
+        """Fewer than THIN_TOKENS distinct tokens and nothing of the field (no anchor, no name, no ds_config section or
+        key: "nebula enabled true" is short but says what it is about), no log, no config."""
+        q = self.question
+        if self.anchored or q.is_log or q.config is not None or len(set(q.tokens)) >= THIN_TOKENS:
+            return False
+        return not (self.field_word is not None and any(self.field_word(t) for t in q.tokens))
 
     @property
     def other_tools(self) -> list[str]:
@@ -259,6 +273,10 @@ def _other_tool_discount(h: Hit, ctx: Context) -> float | None:
     return None if h.signature or not ctx.other_tools else OTHER_TOOL_FACTOR
 
 
+def _thin_discount(h: Hit, ctx: Context) -> float | None:
+    return None if h.signature or not ctx.thin else THIN_FACTOR
+
+
 def _compound(run: str, known: Callable[[str], bool]) -> bool:
     """Is ``run`` (lower case) kb's words end to end, each of 3 letters or more?"""
     ok = [True] + [False] * len(run)
@@ -324,6 +342,7 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "names a tool kb has never seen, nothing of kb's stack",
         _other_tool_discount,
     ),
+    Adjustment("thin", "scale", f"x{THIN_FACTOR}", f"under {THIN_TOKENS} tokens, nothing of the field", _thin_discount),
 )
 _OFF: frozenset[str] = frozenset()
 
