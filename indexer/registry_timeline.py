@@ -711,6 +711,72 @@ def read_trl(rel: Release) -> None:
         else:
             seen[r.name] = r
     read_classes(rel, classes, "field", "declared", owners=True)
+    read_trl_cli(rel)
+
+
+def read_trl_cli(rel: Release) -> None:
+    """The subcommands of the ``trl`` command (``trl sft``, ``trl grpo``, ``trl vllm-serve``), each where its release
+    defines it, as a ``script`` record ``trl:cli/trl/<name>``. Three forms over the window:
+
+    * 0.12: ``trl/commands/cli.py``, the ``SUPPORTED_COMMANDS`` list that ``main`` checks;
+    * 0.13-0.29: ``trl/cli.py``, the ``args.command == "<name>"`` branches of ``main`` (argparse subparsers);
+    * 1.x: ``trl/cli/commands/__init__.py``, the commands ``get_commands()`` returns (``TrainingCommand("sft")``,
+      or a command class whose ``__init__`` passes ``name="env"`` to its base)."""
+    t = rel.tree
+    found: list[tuple[str, str, int]] = []  # (name, module, line)
+    if "trl.cli.commands" in t.files:
+        tree = t.parse("trl.cli.commands")
+        fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_commands"), None)
+        for call in [n for n in ast.walk(fn) if isinstance(n, ast.Call)] if fn is not None else []:
+            if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                found.append((call.args[0].value, "trl.cli.commands", call.lineno))
+            elif isinstance(call.func, ast.Name) and (named := _command_class_name(t, call.func.id)):
+                found.append((named[0], named[1], named[2]))
+    elif "trl.cli" in t.files:
+        for node in ast.walk(t.parse("trl.cli")):
+            if (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "command"
+                and len(node.comparators) == 1
+                and isinstance(node.comparators[0], ast.Constant)
+                and isinstance(node.comparators[0].value, str)
+            ):
+                found.append((node.comparators[0].value, "trl.cli", node.lineno))
+    elif "trl.commands.cli" in t.files:
+        for node in t.parse("trl.commands.cli").body:
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(x, ast.Name) and x.id == "SUPPORTED_COMMANDS" for x in node.targets)
+                and isinstance(node.value, ast.List)
+            ):
+                found += [
+                    (e.value, "trl.commands.cli", node.lineno) for e in node.value.elts if isinstance(e, ast.Constant)
+                ]
+    if not found:
+        rel.skip("trl cli subcommands: none found")
+    for name, mod, line in found:
+        it = Item(
+            name=f"trl {name}",
+            kind="script",
+            doc=f"subcommand of the trl command (trl {name})",
+            file=t.relfile(mod),
+            line=line,
+        )
+        rel.add(f"cli/trl/{name}", "script", f"trl {name}", it)
+
+
+def _command_class_name(t: Tree, cls: str) -> tuple[str, str, int] | None:
+    """1.x: the ``name="..."`` a command class of ``trl/cli/commands/`` passes to its base in ``__init__``."""
+    for mod in sorted(m for m in t.files if m.startswith("trl.cli.commands.")):
+        tree = t.parse(mod)
+        for node in tree.body if tree is not None else []:
+            if isinstance(node, ast.ClassDef) and node.name == cls:
+                for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+                    for kw in call.keywords:
+                        if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                            return kw.value.value, mod, kw.value.lineno
+    return None
 
 
 def _front_classes(rel: Release, inits: list[str], what: str) -> list[Ref]:

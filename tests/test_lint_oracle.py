@@ -352,8 +352,10 @@ def test_every_validity_rule_has_an_oracle_case():
 
 
 def test_error_rules_are_validity_rules_unless_deepspeed_accepts_the_config():
-    # KB014: the config is valid; the run dies of CUDA OOM at the first step, which no config class checks
-    not_enforced = {"KB014"}
+    # KB014: the config is valid; the run dies of CUDA OOM at the first step, which no config class checks.
+    # KB093: a trl subcommand its release lacks; trl is not installed here, so the rule stands on each release's CLI
+    # source as the timeline read it (tests/test_trl_cli.py tests that reader on every form), not on a run
+    not_enforced = {"KB014", "KB093"}
     errors = {code for code, r in RULES.items() if r.severity == "error"}
     assert {code for code, r in RULES.items() if r.validity} == errors - not_enforced
     # rules of kb/doctor/rules/ are proven in their own oracle files (Rule.oracle), which run their rule module's cases

@@ -1,4 +1,5 @@
-"""Rules on a front end's own file (KB090-KB092): LLaMA-Factory YAML, TRL recipe, axolotl config, ms-swift arguments.
+"""Rules on a front end's own file (KB090-KB093): LLaMA-Factory YAML, TRL recipe, axolotl config, ms-swift arguments,
+and the front end's command line (KB093: a ``trl`` subcommand its release does not have).
 
 Each key is judged by the front end's own argument classes at the release the lint runs at (the user's, or the one
 kb.doctor.dialect assumed), read from the registry (kb/registry/timeline.py: every minor release of the front end),
@@ -24,6 +25,10 @@ from kb.doctor.engine import Case, Ctx, rule
 ORACLE = "tests/test_dialects.py"
 REJECTS = ("llamafactory", "swift")  # the parser raises for a key it does not know
 IGNORES = ("trl", "axolotl")  # the key is dropped silently
+# trl subcommands whose arguments are not trl's config classes: ``trl vllm-serve`` parses its own ScriptArguments
+# (trl/scripts/vllm_serve.py, a second class of that name the timeline does not read: docs/registry.md), ``trl env``
+# and ``trl skills`` take none of them
+UNRECORDED_TRL = ("vllm-serve", "env", "skills")
 
 
 def _release(c: Ctx) -> tuple[str, str]:
@@ -156,6 +161,8 @@ def kb090(c: Ctx) -> None:
     ],
 )
 def kb091(c: Ctx) -> None:
+    if c.view == "trl" and (c.cfg.command or "").split()[1:] and (c.cfg.command or "").split()[1] in UNRECORDED_TRL:
+        return  # its arguments are not the config classes kb records: nothing to judge them by
     plugins = c.view == "axolotl" and bool(c.data.get("plugins"))
     for key, msg, sug, msg_zh, sug_zh in _problems(c):
         if plugins and "not an argument" in msg:
@@ -211,3 +218,69 @@ def kb092(c: Ctx) -> None:
             f"{pkg} {rel} 把 `{key}` 标为弃用{said.replace(': ', '：')}（{live[0]['source_file']}:{live[0]['source_line']}），目前仍然有效。",
             "现在无需改动；以后的版本可能会去掉它",
         )
+
+
+def _subcommand_problem(c: Ctx) -> tuple[str, str, str, str, str] | None:
+    """``trl X``: X is not a subcommand of the judged trl release (the registry's ``trl:cli/trl/<X>`` records, read
+    from each release's own CLI: indexer/registry_timeline.py ``read_trl_cli``)."""
+    cmd = (c.cfg.command or "").split()
+    if len(cmd) != 2 or cmd[0] != "trl":
+        return None
+    sub = cmd[1]
+    pkg, rel = _release(c)
+    have = sorted(
+        r["name"].split(" ", 1)[1]
+        for r in c.reg.records
+        if r["package"] == "trl" and r["id"].startswith("trl:cli/trl/") and r["status"] not in ("absent", "removed")
+    )
+    if not have or sub in have:
+        return None  # no record of trl's CLI at this release, or a real subcommand
+    r = c.reg.get(f"trl:cli/trl/{sub}")
+    listed = ", ".join(f"`{h}`" for h in have)
+    if r is not None and r.get("absent") == "added":
+        return (
+            f"`trl {sub}` is a subcommand of trl from {r.get('since')} on; trl {rel} has {listed}",
+            f"upgrade trl to {r.get('since')} or newer, or run the script with accelerate launch",
+            f"`trl {sub}` 是 trl 从 {r.get('since')} 起才有的子命令；trl {rel} 只有 {listed}",
+            f"把 trl 升级到 {r.get('since')} 或更新，或者用 accelerate launch 直接跑脚本",
+            sub,
+        )
+    if r is not None:
+        gone = r.get("removed_in") or "a later release"
+        return (
+            f"`trl {sub}` was a subcommand of trl until {r.get('until')} and is gone in {gone}; trl {rel} has {listed}",
+            f"use one of {listed}, or pin trl to {r.get('until')}",
+            f"`trl {sub}` 是 trl {r.get('until')} 及以前的子命令，{gone} 起已移除；trl {rel} 只有 {listed}",
+            f"改用 {listed} 之一，或者把 trl 固定在 {r.get('until')}",
+            sub,
+        )
+    from rapidfuzz import fuzz, process
+
+    near = [h[0] for h in process.extract(sub, have, scorer=fuzz.ratio, limit=1, score_cutoff=70)]
+    return (
+        f"`trl {sub}` is not a subcommand of trl {rel}; it has {listed}",
+        f"did you mean `trl {near[0]}`?" if near else f"use one of {listed}",
+        f"`trl {sub}` 不是 trl {rel} 的子命令；它只有 {listed}",
+        f"是不是想写 `trl {near[0]}`？" if near else f"改用 {listed} 之一",
+        sub,
+    )
+
+
+@rule(
+    "KB093",
+    "trl-unknown-subcommand",
+    "error",
+    None,
+    views=("trl",),
+    summary="`trl X` where X is not a subcommand of the judged trl release (added later, removed, or never one)",
+    effect="the trl command exits before training. Read in each release's CLI: trl 0.12.2 trl/commands/cli.py:31 "
+    "(SUPPORTED_COMMANDS; main raises ValueError for any other), 0.13-0.29 trl/cli.py (argparse subparsers: "
+    "'invalid choice'), 1.x trl/cli/commands/__init__.py get_commands() (argparse subparsers)",
+    bad=[Case("trl grpp --model_name_or_path m --dataset_name d --output_dir o\n", "a misspelt subcommand")],
+    ok=[Case("trl grpo --model_name_or_path m --dataset_name d --output_dir o\n", "a subcommand of the release")],
+)
+def kb093(c: Ctx) -> None:
+    got = _subcommand_problem(c)
+    if got is not None:
+        msg, sug, msg_zh, sug_zh, sub = got
+        c.add("command", msg, sug, msg_zh, sug_zh)

@@ -1,0 +1,133 @@
+"""The trl command's subcommands per release (indexer/registry_timeline.py ``read_trl_cli``) and KB093, which judges
+``trl X`` by them. The reader is tested on the three forms trl's CLI took (written here, in the shape of each
+release's file); the committed timeline on boundaries checked against the wheels on both sides."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from indexer.registry_static import Tree
+from indexer.registry_timeline import Release, read_trl_cli
+from tests.conftest import ROOT
+
+FORMS = {
+    "0.12": {
+        "trl/__init__.py": "",
+        "trl/commands/__init__.py": "",
+        "trl/commands/cli.py": 'import sys\nSUPPORTED_COMMANDS = ["sft", "dpo", "chat", "env"]\n',
+    },
+    "0.2x": {
+        "trl/__init__.py": "",
+        "trl/cli.py": """
+            def main():
+                args = make().parse_args()
+                if args.command == "sft":
+                    pass
+                elif args.command == "vllm-serve":
+                    pass
+            """,
+    },
+    "1.x": {
+        "trl/__init__.py": "",
+        "trl/cli/__init__.py": "",
+        "trl/cli/commands/__init__.py": """
+            from .env import EnvCommand
+            from .training import TrainingCommand
+
+            def get_commands():
+                return [TrainingCommand("grpo", "grpo.py", None), EnvCommand()]
+            """,
+        "trl/cli/commands/env.py": """
+            class EnvCommand(Command):
+                def __init__(self):
+                    super().__init__(name="env", help_text="Print the environment")
+            """,
+        "trl/cli/commands/training.py": "class TrainingCommand(Command):\n    pass\n",
+    },
+}
+EXPECT = {"0.12": ["chat", "dpo", "env", "sft"], "0.2x": ["sft", "vllm-serve"], "1.x": ["env", "grpo"]}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_each_form_of_trl_s_cli_is_read(tmp_path, form):
+    for rel, src in FORMS[form].items():
+        f = tmp_path / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(textwrap.dedent(src), encoding="utf-8")
+    rel = Release("trl", "0.0.0", Tree(tmp_path, "trl"))
+    read_trl_cli(rel)
+    got = {r["path"].split(" ", 1)[1]: r for r in rel.names.values()}
+    assert sorted(got) == EXPECT[form] and not rel.skipped
+    assert all(r["kind"] == "script" and r["file"].startswith("trl/") and r["line"] > 0 for r in got.values())
+
+
+def test_a_release_without_a_cli_says_so(tmp_path):
+    (tmp_path / "trl").mkdir()
+    (tmp_path / "trl" / "__init__.py").write_text("", encoding="utf-8")
+    rel = Release("trl", "0.0.0", Tree(tmp_path, "trl"))
+    read_trl_cli(rel)
+    assert not rel.names and rel.skipped == ["trl cli subcommands: none found"]
+
+
+def test_the_committed_timeline_has_the_boundaries_read_in_the_wheels():
+    """Checked by hand in each wheel on both sides (2026-12-03): grpo first in 0.14.0 (0.13.0 has none), vllm-serve in
+    0.16.1 (not 0.15.2), chat last in 0.18.2 (not 0.19.1), rloo from 0.22.2 (not 0.21.0), reward from 0.24.0 (not
+    0.23.1), distillation from 1.10.0 (not 1.9.2), skills 0.29.1-1.10.0 (not 1.11.0)."""
+    names = json.loads((ROOT / "data" / "registry" / "timeline" / "trl.json").read_text(encoding="utf-8"))["names"]
+    spans = {k.rsplit("/", 1)[1]: v["spans"] for k, v in names.items() if k.startswith("trl:cli/trl/")}
+    assert spans["grpo"][0][0] == "0.14.0" and spans["vllm-serve"][0][0] == "0.16.1"
+    assert spans["chat"] == [["0.12.2", "0.18.2"]] and spans["skills"] == [["0.29.1", "1.10.0"]]
+    assert spans["rloo"][0][0] == "0.22.2" and spans["reward"][0][0] == "0.24.0"
+    assert spans["distillation"][0][0] == "1.10.0" and spans["sft"] == [["0.12.2", "1.16.0"]]
+
+
+@pytest.mark.parametrize(
+    ("line", "trl", "says"),
+    [
+        ("trl grpo --model_name_or_path m --output_dir o", "0.13.0", "from 0.14.0 on"),
+        ("trl chat --model_name_or_path m", "1.16.0", "until 0.18.2"),
+        ("trl vllm_serve --model m", "1.16.0", "did you mean `trl vllm-serve`?"),
+    ],
+)
+def test_kb093_names_the_release_boundary(tmp_path, line, trl, says):
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    f = tmp_path / "run.sh"
+    f.write_text(line + "\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["lint", str(f), "--versions", f"trl=={trl}", "--json"])
+    found = [x for x in json.loads(r.stdout)["findings"] if x["code"] == "KB093"]
+    assert r.exit_code == 1 and len(found) == 1, r.stdout
+    assert says in found[0]["message"] + " " + (found[0].get("suggestion") or "")
+
+
+@pytest.mark.parametrize(("line", "trl"), [("trl grpo --model_name_or_path m", "0.14.0"), ("trl env", "0.12.2")])
+def test_kb093_passes_a_subcommand_of_the_release(tmp_path, line, trl):
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    f = tmp_path / "run.sh"
+    f.write_text(line + "\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["lint", str(f), "--versions", f"trl=={trl}", "--json"])
+    assert not [x for x in json.loads(r.stdout)["findings"] if x["code"] == "KB093"], r.stdout
+
+
+def test_vllm_serve_s_own_arguments_are_not_judged_as_trl_configs(tmp_path):
+    """``trl vllm-serve --model M``: ``model`` is an argument of vllm_serve's own ScriptArguments, which the timeline
+    does not read; KB091 used to call it "not an argument of trl" (a false warning). A training subcommand is judged."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    serve, train = tmp_path / "serve.sh", tmp_path / "train.sh"
+    serve.write_text("trl vllm-serve --model Qwen/Qwen2.5-7B --tensor_parallel_size 2\n", encoding="utf-8")
+    train.write_text("trl sft --model_name_or_path m --dataset_name d --learning_rat 1e-5\n", encoding="utf-8")
+    codes = [f["code"] for f in json.loads(CliRunner().invoke(main, ["lint", str(serve), "--json"]).stdout)["findings"]]
+    assert "KB091" not in codes and "KB093" not in codes
+    got = json.loads(CliRunner().invoke(main, ["lint", str(train), "--json"]).stdout)["findings"]
+    assert [f["path"] for f in got if f["code"] == "KB091"] == ["learning_rat"]
