@@ -131,3 +131,28 @@ def test_vllm_serve_s_own_arguments_are_not_judged_as_trl_configs(tmp_path):
     assert "KB091" not in codes and "KB093" not in codes
     got = json.loads(CliRunner().invoke(main, ["lint", str(train), "--json"]).stdout)["findings"]
     assert [f["path"] for f in got if f["code"] == "KB091"] == ["learning_rat"]
+
+
+def test_a_pasted_invalid_choice_is_answered_from_the_registry(engine):
+    """argparse's "invalid choice" lists the user's release's subcommands: kb reads the release range from that list
+    and answers with the release that added the subcommand (not with the GRPO + vLLM entry)."""
+    err = "usage: trl [-h] {chat,dpo,env,grpo,kto,sft} ...\ntrl: error: argument command: invalid choice: 'vllm-serve' "
+    ans = engine.ask(err + "(choose from 'chat', 'dpo', 'env', 'grpo', 'kto', 'sft')")
+    top = ans.results[0]
+    assert ans.answered and top.id == "registry:trl:cli/trl/vllm-serve" and top.kind == "registry"
+    assert "0.16.1" in top.title and "0.14.0-0.15.2" in top.summary
+    zh = engine.ask("trl 跑不了，报 invalid choice: 'grpo' (choose from 'chat', 'dpo', 'env', 'kto', 'sft')", lang="zh")
+    assert zh.results[0].id == "registry:trl:cli/trl/grpo" and "0.12.2-0.13.0" in zh.results[0].summary
+
+
+def test_choices_no_release_has_give_no_fact():
+    from kb.ask.facts import subcommand_facts
+    from kb.registry.store import default_registry
+
+    base = default_registry()._default_view()
+    assert not subcommand_facts("trl: error: invalid choice: 'vllm-serve' (choose from 'sft', 'banana')", base)
+    assert not subcommand_facts(
+        "invalid choice: 'vllm-serve' (choose from 'chat', 'dpo', 'env', 'grpo', 'kto', 'sft')", base
+    )
+    # the user's release already has it: not a release problem
+    assert not subcommand_facts("trl: invalid choice: 'sft' (choose from 'chat', 'dpo', 'env', 'kto', 'sft')", base)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kb import contract as C
 from kb.ask import rank
-from kb.ask.facts import PREFIX, fact_result, registry_facts
+from kb.ask.facts import PREFIX, fact_result, registry_facts, subcommand_facts
 from kb.ask.logs import LogTriage
 from kb.ask.names import judge_names
 from kb.ask.question import MAX_QUERY_CHARS, QueryError, Question, read_question
@@ -169,8 +169,10 @@ class Engine:
         if ctx.other_tools:
             notes.append(C.Note("input", t(lang, "other_tool", names=", ".join(ctx.other_tools))))
         # the registry's own answers (a name renamed / removed / added / deprecated), ranked with the entries
+        base = self.registry._default_view()
         lifecycle = {
-            PREFIX + f.rid: f for f in registry_facts(q.param_names, q.text, self.registry._default_view(), view)
+            PREFIX + f.rid: f
+            for f in [*registry_facts(q.param_names, q.text, base, view), *subcommand_facts(q.text, base)]
         }
         if lifecycle:
             ranked = sorted(

@@ -93,6 +93,44 @@ def registry_facts(names: tuple[str, ...], text: str, base: Registry, view: Regi
     return out[:MAX_FACTS]
 
 
+# argparse's message for a subcommand its parser does not have (``trl: error: argument command: invalid choice:
+# 'vllm-serve' (choose from 'chat', 'dpo', ...)``): the choices it lists are the user's release's subcommands
+_INVALID_CHOICE = re.compile(r"invalid choice: '([\w.-]+)' \(choose from ([^)]*)\)")
+
+
+def subcommand_facts(text: str, base: Registry) -> list[Fact]:
+    """A pasted "invalid choice" for a command whose subcommands the timelines record per release (``trl``): the
+    subcommand is added in some release, and the user's release is the one whose subcommands are exactly the choices
+    the error lists (a range of releases where several have the same set)."""
+    out: list[Fact] = []
+    for m in _INVALID_CHOICE.finditer(text):
+        sub, listed = m.group(1), frozenset(re.findall(r"'([\w.-]+)'", m.group(2)))
+        for pkg, tl in sorted(base.timelines.items()):
+            prefix = f"{pkg}:cli/"
+            subs = {rid: n for rid, n in tl.names.items() if rid.startswith(prefix) and n.kind == "script"}
+            prog = {rid.split("/")[1] for rid in subs}
+            hit = next((f"{prefix}{p}/{sub}" for p in sorted(prog) if f"{prefix}{p}/{sub}" in subs), None)
+            if hit is None or not re.search(rf"(?<![\w-]){re.escape(hit.split('/')[1])}(?![\w-])", text):
+                continue
+            prog_prefix = hit.rsplit("/", 1)[0] + "/"
+            at = [
+                r
+                for r in tl.releases
+                if frozenset(
+                    rid.rsplit("/", 1)[1] for rid in subs if rid.startswith(prog_prefix) and tl.present(rid, r)
+                )
+                == listed
+            ]
+            rec = base.get(hit)
+            have = tl.releases_of(hit)
+            if rec is None or not have or not at or tl.present(hit, at[-1]):
+                continue
+            user = at[0] if len(at) == 1 else f"{at[0]}-{at[-1]}"
+            since = next((r for r in have if tl.releases.index(r) > tl.releases.index(at[-1])), have[0])
+            out.append(Fact(hit, "added", rec, None, since, None, user, True, _score(True), _oldest(base, pkg, since)))
+    return out
+
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _SUFFIXES = ("Config", "Arguments", "Args", "Trainer", "Plugin")
 
