@@ -756,14 +756,14 @@ def read_trl_cli(rel: Release) -> None:
     if not found:
         rel.skip("trl cli subcommands: none found")
     for name, mod, line in found:
-        it = Item(
-            name=f"trl {name}",
-            kind="script",
-            doc=f"subcommand of the trl command (trl {name})",
-            file=t.relfile(mod),
-            line=line,
-        )
-        rel.add(f"cli/trl/{name}", "script", f"trl {name}", it)
+        _subcommand(rel, "trl", name, t.relfile(mod), line)
+
+
+def _subcommand(rel: Release, prog: str, name: str, file: str, line: int, aliases: list[str] | None = None) -> None:
+    """A subcommand of a front end's command as a ``script`` record ``<pkg>:cli/<prog>/<name>``."""
+    doc = f"subcommand of the {prog} command ({prog} {name})"
+    it = Item(name=f"{prog} {name}", kind="script", doc=doc, file=file, line=line, aliases=aliases or [])
+    rel.add(f"cli/{prog}/{name}", "script", f"{prog} {name}", it)
 
 
 def _command_class_name(t: Tree, cls: str) -> tuple[str, str, int] | None:
@@ -804,6 +804,36 @@ def read_axolotl(rel: Release) -> None:
 def read_swift(rel: Release) -> None:
     classes = _front_classes(rel, ["swift.llm.argument", "swift.arguments"], "argument classes")
     read_classes(rel, classes, "field", "top", owners=True)
+    read_swift_cli(rel)
+
+
+def read_swift_cli(rel: Release) -> None:
+    """The subcommands of the ``swift`` command (``swift sft``, ``swift rlhf``, ``swift rollout``): the keys of
+    ``ROUTE_MAPPING`` in ``swift/cli/main.py``, each a ``script`` record ``ms-swift:cli/swift/<name>``. Where the file
+    also accepts the underscore spelling (3.x: ``ROUTE_MAPPING.update({k.replace('-', '_'): ...})``; 4.x:
+    ``argv[0].replace('_', '-')``), ``merge_lora`` is an alias of ``merge-lora``."""
+    t = rel.tree
+    mod = "swift.cli.main"
+    tree = t.parse(mod) if mod in t.files else None
+    found: list[tuple[str, int]] = []
+    for node in tree.body if tree is not None else []:
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        )
+        if isinstance(target, ast.Name) and target.id == "ROUTE_MAPPING" and isinstance(node.value, ast.Dict):
+            found = [
+                (k.value, k.lineno) for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
+    if not found:
+        rel.skip("swift cli subcommands: no ROUTE_MAPPING in swift/cli/main.py")
+        return
+    src = t.files[mod].read_text(encoding="utf-8")
+    underscore = "replace('-', '_')" in src or "replace('_', '-')" in src
+    for name, line in found:
+        aliases = [f"swift {name.replace('-', '_')}"] if underscore and "-" in name else []
+        _subcommand(rel, "swift", name, t.relfile(mod), line, aliases)
 
 
 READERS: dict[str, Callable[[Release], None]] = {

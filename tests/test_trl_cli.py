@@ -156,3 +156,40 @@ def test_choices_no_release_has_give_no_fact():
     )
     # the user's release already has it: not a release problem
     assert not subcommand_facts("trl: invalid choice: 'sft' (choose from 'chat', 'dpo', 'env', 'kto', 'sft')", base)
+
+
+def test_swift_s_route_mapping_is_read_with_its_underscore_spellings(tmp_path):
+    """ms-swift's ``swift/cli/main.py`` ROUTE_MAPPING (the 3.x form, with its ``.update`` of underscore spellings)."""
+    from indexer.registry_timeline import read_swift_cli
+
+    src = (
+        "from typing import Dict\nROUTE_MAPPING: Dict[str, str] = {\n    'sft': 'swift.cli.sft',\n"
+        "    'merge-lora': 'swift.cli.merge_lora',\n}\n"
+        "ROUTE_MAPPING.update({k.replace('-', '_'): v for k, v in ROUTE_MAPPING.items()})\n"
+    )
+    for rel_path, text in (("swift/__init__.py", ""), ("swift/cli/__init__.py", ""), ("swift/cli/main.py", src)):
+        f = tmp_path / rel_path
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")
+    rel = Release("ms-swift", "0.0.0", Tree(tmp_path, "swift"))
+    read_swift_cli(rel)
+    got = {r["path"]: r for r in rel.names.values()}
+    assert sorted(got) == ["swift merge-lora", "swift sft"]
+    assert got["swift merge-lora"]["aliases"] == ["swift merge_lora"] and got["swift sft"]["line"] == 3
+
+
+def test_swift_rollout_boundary_and_kb093(tmp_path):
+    """rollout: in 3.4.1.post1's ROUTE_MAPPING, not in 3.3.1's (checked in both wheels, 2026-12-03)."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    names = json.loads((ROOT / "data" / "registry" / "timeline" / "ms-swift.json").read_text(encoding="utf-8"))["names"]
+    assert names["ms-swift:cli/swift/rollout"]["spans"] == [["3.4.1.post1", "4.6.0"]]
+    f = tmp_path / "run.sh"
+    f.write_text("NPROC_PER_NODE=2 swift rollout --model m\n", encoding="utf-8")
+    old = json.loads(CliRunner().invoke(main, ["lint", str(f), "--versions", "ms-swift==3.3.1", "--json"]).stdout)
+    assert [x["code"] for x in old["findings"] if x["code"] == "KB093"] == ["KB093"]
+    assert "from 3.4.1.post1 on" in next(x["message"] for x in old["findings"] if x["code"] == "KB093")
+    new = json.loads(CliRunner().invoke(main, ["lint", str(f), "--versions", "ms-swift==4.6.0", "--json"]).stdout)
+    assert not [x for x in new["findings"] if x["code"] == "KB093"]

@@ -1,5 +1,5 @@
 """Rules on a front end's own file (KB090-KB093): LLaMA-Factory YAML, TRL recipe, axolotl config, ms-swift arguments,
-and the front end's command line (KB093: a ``trl`` subcommand its release does not have).
+and the front end's command line (KB093: a ``trl`` / ``swift`` subcommand its release does not have).
 
 Each key is judged by the front end's own argument classes at the release the lint runs at (the user's, or the one
 kb.doctor.dialect assumed), read from the registry (kb/registry/timeline.py: every minor release of the front end),
@@ -220,67 +220,75 @@ def kb092(c: Ctx) -> None:
         )
 
 
-def _subcommand_problem(c: Ctx) -> tuple[str, str, str, str, str] | None:
-    """``trl X``: X is not a subcommand of the judged trl release (the registry's ``trl:cli/trl/<X>`` records, read
-    from each release's own CLI: indexer/registry_timeline.py ``read_trl_cli``)."""
+def _subcommand_problem(c: Ctx) -> tuple[str, str, str, str] | None:
+    """``trl X`` / ``swift X``: X is not a subcommand of the judged release of that front end (the registry's
+    ``<package>:cli/<prog>/<X>`` records, read from each release's own CLI: indexer/registry_timeline.py
+    ``read_trl_cli`` and ``read_swift_cli``)."""
     cmd = (c.cfg.command or "").split()
-    if len(cmd) != 2 or cmd[0] != "trl":
+    if len(cmd) != 2 or cmd[0] not in ("trl", "swift"):
         return None
-    sub = cmd[1]
+    prog, sub = cmd
     pkg, rel = _release(c)
-    have = sorted(
-        r["name"].split(" ", 1)[1]
+    prefix = f"{pkg}:cli/{prog}/"
+    live = [
+        r
         for r in c.reg.records
-        if r["package"] == "trl" and r["id"].startswith("trl:cli/trl/") and r["status"] not in ("absent", "removed")
-    )
-    if not have or sub in have:
-        return None  # no record of trl's CLI at this release, or a real subcommand
-    r = c.reg.get(f"trl:cli/trl/{sub}")
+        if r["package"] == pkg and r["id"].startswith(prefix) and r["status"] not in ("absent", "removed")
+    ]
+    if not live or any(sub in (r["name"].split(" ", 1)[1], *(a.split(" ", 1)[1] for a in r["aliases"])) for r in live):
+        return None  # no record of the CLI at this release, or a real subcommand (or its spelling)
+    have = sorted(r["name"].split(" ", 1)[1] for r in live)
+    r = c.reg.get(prefix + sub)
     listed = ", ".join(f"`{h}`" for h in have)
     if r is not None and r.get("absent") == "added":
+        since = r.get("since")
         return (
-            f"`trl {sub}` is a subcommand of trl from {r.get('since')} on; trl {rel} has {listed}",
-            f"upgrade trl to {r.get('since')} or newer, or run the script with accelerate launch",
-            f"`trl {sub}` 是 trl 从 {r.get('since')} 起才有的子命令；trl {rel} 只有 {listed}",
-            f"把 trl 升级到 {r.get('since')} 或更新，或者用 accelerate launch 直接跑脚本",
-            sub,
+            f"`{prog} {sub}` is a subcommand of {pkg} from {since} on; {pkg} {rel} has {listed}",
+            f"upgrade {pkg} to {since} or newer",
+            f"`{prog} {sub}` 是 {pkg} 从 {since} 起才有的子命令；{pkg} {rel} 只有 {listed}",
+            f"把 {pkg} 升级到 {since} 或更新",
         )
     if r is not None:
         gone = r.get("removed_in") or "a later release"
         return (
-            f"`trl {sub}` was a subcommand of trl until {r.get('until')} and is gone in {gone}; trl {rel} has {listed}",
-            f"use one of {listed}, or pin trl to {r.get('until')}",
-            f"`trl {sub}` 是 trl {r.get('until')} 及以前的子命令，{gone} 起已移除；trl {rel} 只有 {listed}",
-            f"改用 {listed} 之一，或者把 trl 固定在 {r.get('until')}",
-            sub,
+            f"`{prog} {sub}` was a subcommand of {pkg} until {r.get('until')} and is gone in {gone}; {pkg} {rel} has "
+            f"{listed}",
+            f"use one of {listed}, or pin {pkg} to {r.get('until')}",
+            f"`{prog} {sub}` 是 {pkg} {r.get('until')} 及以前的子命令，{gone} 起已移除；{pkg} {rel} 只有 {listed}",
+            f"改用 {listed} 之一，或者把 {pkg} 固定在 {r.get('until')}",
         )
     from rapidfuzz import fuzz, process
 
     near = [h[0] for h in process.extract(sub, have, scorer=fuzz.ratio, limit=1, score_cutoff=70)]
     return (
-        f"`trl {sub}` is not a subcommand of trl {rel}; it has {listed}",
-        f"did you mean `trl {near[0]}`?" if near else f"use one of {listed}",
-        f"`trl {sub}` 不是 trl {rel} 的子命令；它只有 {listed}",
-        f"是不是想写 `trl {near[0]}`？" if near else f"改用 {listed} 之一",
-        sub,
+        f"`{prog} {sub}` is not a subcommand of {pkg} {rel}; it has {listed}",
+        f"did you mean `{prog} {near[0]}`?" if near else f"use one of {listed}",
+        f"`{prog} {sub}` 不是 {pkg} {rel} 的子命令；它只有 {listed}",
+        f"是不是想写 `{prog} {near[0]}`？" if near else f"改用 {listed} 之一",
     )
 
 
 @rule(
     "KB093",
-    "trl-unknown-subcommand",
+    "front-end-unknown-subcommand",
     "error",
     None,
-    views=("trl",),
-    summary="`trl X` where X is not a subcommand of the judged trl release (added later, removed, or never one)",
-    effect="the trl command exits before training. Read in each release's CLI: trl 0.12.2 trl/commands/cli.py:31 "
+    views=("trl", "swift"),
+    summary="`trl X` / `swift X` where X is not a subcommand of the judged release (added later, removed, or never one)",
+    effect="the command exits before training. Read in each release's CLI: trl 0.12.2 trl/commands/cli.py:31 "
     "(SUPPORTED_COMMANDS; main raises ValueError for any other), 0.13-0.29 trl/cli.py (argparse subparsers: "
-    "'invalid choice'), 1.x trl/cli/commands/__init__.py get_commands() (argparse subparsers)",
-    bad=[Case("trl grpp --model_name_or_path m --dataset_name d --output_dir o\n", "a misspelt subcommand")],
-    ok=[Case("trl grpo --model_name_or_path m --dataset_name d --output_dir o\n", "a subcommand of the release")],
+    "'invalid choice'), 1.x trl/cli/commands/__init__.py get_commands() (argparse subparsers); ms-swift 3.0-4.6 "
+    "swift/cli/main.py ROUTE_MAPPING (cli_main looks the subcommand up in it: KeyError for any other)",
+    bad=[
+        Case("trl grpp --model_name_or_path m --dataset_name d --output_dir o\n", "a misspelt trl subcommand"),
+        Case("swift sfft --model m --dataset d\n", "a misspelt swift subcommand"),
+    ],
+    ok=[
+        Case("trl grpo --model_name_or_path m --dataset_name d --output_dir o\n", "a subcommand of the release"),
+        Case("swift merge_lora --ckpt_dir out/checkpoint-100\n", "the underscore spelling swift accepts"),
+    ],
 )
 def kb093(c: Ctx) -> None:
     got = _subcommand_problem(c)
     if got is not None:
-        msg, sug, msg_zh, sug_zh, sub = got
-        c.add("command", msg, sug, msg_zh, sug_zh)
+        c.add("command", *got)
