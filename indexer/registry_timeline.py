@@ -799,6 +799,87 @@ def read_axolotl(rel: Release) -> None:
     ref = _find(rel, "AxolotlInputConfig", ["axolotl/utils/schemas/config.py", "axolotl/utils/config/models/input/"])
     if ref is not None:
         read_classes(rel, [ref], "field", "top", owners=True)
+    read_axolotl_cli(rel)
+
+
+def read_axolotl_cli(rel: Release) -> None:
+    """The subcommands of the ``axolotl`` command (``axolotl train``, ``axolotl merge-lora``): the functions of
+    ``axolotl/cli/main.py`` decorated ``@cli.command(...)``, the commands it adds with ``cli.add_command(f)``, and
+    (0.18 on) the built-in lazy commands of ``axolotl/cli/plugins.py``; named as click names them (the decorator's
+    name, else the function's name with ``_`` as ``-``; click 8). Installed plugins can add commands through entry
+    points, so a name missing here is not proof that a user's ``axolotl X`` fails."""
+    t = rel.tree
+    mod = "axolotl.cli.main"
+    tree = t.parse(mod) if mod in t.files else None
+    if tree is None:
+        rel.skip("axolotl cli subcommands: no axolotl/cli/main.py in this release")
+        return
+    found: list[tuple[str, str, int]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and (name := _click_command_name(node, "cli")):
+            found.append((name, mod, node.lineno))
+        elif (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "add_command"
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Name)
+        ):
+            where = _click_function(t, node.value.args[0].id)
+            if where is not None:
+                found.append(where)
+            else:
+                rel.skip(f"axolotl cli: add_command({node.value.args[0].id}): its definition not found")
+    # 0.18 and later: built-in commands that load lazily, a dict of name -> PluginCommand in axolotl/cli/plugins.py
+    # (installed plugins add more through entry points, which no release file lists)
+    plugins = t.parse("axolotl.cli.plugins") if "axolotl.cli.plugins" in t.files else None
+    for node in plugins.body if plugins is not None else []:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Dict):
+            for k, v in zip(value.keys, value.values, strict=True):
+                if (
+                    isinstance(k, ast.Constant)
+                    and isinstance(k.value, str)
+                    and isinstance(v, ast.Call)
+                    and isinstance(v.func, ast.Name)
+                    and v.func.id == "PluginCommand"
+                ):
+                    found.append((k.value, "axolotl.cli.plugins", k.lineno))
+    for name, where, line in found:
+        _subcommand(rel, "axolotl", name, t.relfile(where), line)
+
+
+def _click_command_name(fn: ast.FunctionDef, group: str | None) -> str | None:
+    """The name click gives ``fn`` when a ``@<group>.command(...)`` (or ``@click.command(...)`` with group None)
+    decorates it."""
+    for d in fn.decorator_list:
+        call = d if isinstance(d, ast.Call) else None
+        func = call.func if call is not None else d
+        if not (isinstance(func, ast.Attribute) and func.attr == "command" and isinstance(func.value, ast.Name)):
+            continue
+        if group is not None and func.value.id != group or group is None and func.value.id != "click":
+            continue
+        for a in [
+            *(call.args[:1] if call else []),
+            *(k.value for k in (call.keywords if call else []) if k.arg == "name"),
+        ]:
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                return a.value
+        return fn.name.lower().replace("_", "-")
+    return None
+
+
+def _click_function(t: Tree, name: str) -> tuple[str, str, int] | None:
+    """A ``@click.command`` function named ``name`` anywhere in the package: (its click name, module, line)."""
+    for mod in sorted(t.files):
+        tree = t.parse(mod)
+        for node in tree.body if tree is not None else []:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                cname = _click_command_name(node, None)
+                if cname:
+                    return cname, mod, node.lineno
+    return None
 
 
 def read_swift(rel: Release) -> None:

@@ -193,3 +193,61 @@ def test_swift_rollout_boundary_and_kb093(tmp_path):
     assert "from 3.4.1.post1 on" in next(x["message"] for x in old["findings"] if x["code"] == "KB093")
     new = json.loads(CliRunner().invoke(main, ["lint", str(f), "--versions", "ms-swift==4.6.0", "--json"]).stdout)
     assert not [x for x in new["findings"] if x["code"] == "KB093"]
+
+
+def test_axolotl_s_click_commands_are_read(tmp_path):
+    """``@cli.command()`` functions (click's name: ``_`` as ``-``), an explicit name, ``cli.add_command(f)`` of a
+    command defined in another module, and 0.18's built-in lazy commands in ``axolotl/cli/plugins.py``."""
+    from indexer.registry_timeline import read_axolotl_cli
+
+    files = {
+        "axolotl/__init__.py": "",
+        "axolotl/cli/__init__.py": "",
+        "axolotl/cli/main.py": textwrap.dedent(
+            """
+            import click
+            from axolotl.integrations.lm_eval.cli import lm_eval
+
+            @click.group()
+            def cli():
+                pass
+
+            @cli.command()
+            def merge_lora(config):
+                pass
+
+            @cli.command("config-schema")
+            def config_schema():
+                pass
+
+            cli.add_command(lm_eval)
+            """
+        ),
+        "axolotl/integrations/__init__.py": "",
+        "axolotl/integrations/lm_eval/__init__.py": "",
+        "axolotl/integrations/lm_eval/cli.py": "import click\n\n@click.command()\ndef lm_eval(config):\n    pass\n",
+        "axolotl/cli/plugins.py": 'BUILTIN_COMMANDS = {"vllm-bench": PluginCommand(target="x:y")}\n',
+    }
+    for rel_path, text in files.items():
+        f = tmp_path / rel_path
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")
+    rel = Release("axolotl", "0.0.0", Tree(tmp_path, "axolotl"))
+    read_axolotl_cli(rel)
+    got = {r["path"]: r["file"] for r in rel.names.values()}
+    assert got == {
+        "axolotl merge-lora": "axolotl/cli/main.py",
+        "axolotl config-schema": "axolotl/cli/main.py",
+        "axolotl lm-eval": "axolotl/integrations/lm_eval/cli.py",
+        "axolotl vllm-bench": "axolotl/cli/plugins.py",
+    }, got
+
+
+def test_axolotl_command_boundaries():
+    """Checked in the release files on both sides (2026-12-03): vllm-serve from 0.8.1 (not 0.7.0), quantize from
+    0.10.0 (not 0.9.2), shard only in 0.6.0, lm-eval from 0.7.0 and still there in 0.18 as a built-in lazy command."""
+    names = json.loads((ROOT / "data" / "registry" / "timeline" / "axolotl.json").read_text(encoding="utf-8"))["names"]
+    spans = {k.rsplit("/", 1)[1]: v["spans"] for k, v in names.items() if k.startswith("axolotl:cli/axolotl/")}
+    assert spans["vllm-serve"] == [["0.8.1", "0.19.0"]] and spans["quantize"] == [["0.10.0", "0.19.0"]]
+    assert spans["shard"] == [["0.6.0", "0.6.0"]] and spans["lm-eval"] == [["0.7.0", "0.19.0"]]
+    assert spans["train"] == [["0.6.0", "0.19.0"]]
