@@ -719,8 +719,8 @@ def read_trl_cli(rel: Release) -> None:
     defines it, as a ``script`` record ``trl:cli/trl/<name>``. Three forms over the window:
 
     * 0.12: ``trl/commands/cli.py``, the ``SUPPORTED_COMMANDS`` list that ``main`` checks;
-    * 0.13-0.29: ``trl/cli.py``, the ``args.command == "<name>"`` branches of ``main`` (argparse subparsers);
-    * 1.x: ``trl/cli/commands/__init__.py``, the commands ``get_commands()`` returns (``TrainingCommand("sft")``,
+    * 0.13-0.28: ``trl/cli.py``, the ``args.command == "<name>"`` branches of ``main`` (argparse subparsers);
+    * 0.29 and 1.x: ``trl/cli/commands/__init__.py``, the commands ``get_commands()`` returns (``TrainingCommand("sft")``,
       or a command class whose ``__init__`` passes ``name="env"`` to its base)."""
     t = rel.tree
     found: list[tuple[str, str, int]] = []  # (name, module, line)

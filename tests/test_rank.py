@@ -121,13 +121,20 @@ def test_the_engine_says_which_name_it_does_not_know(engine):
     assert any("fooocus" in n.message for n in ans.notes) and not ans.answered
     zh = engine.ask("fooocus 重绘 显存不够")
     assert any("fooocus" in n.message and "条目" in n.message for n in zh.notes)
-    assert not any("names" in n.message for n in engine.ask("zero3 oom first step").notes)
+    assert not any("kb covers" in n.message for n in engine.ask("zero3 oom first step").notes)
+    # a typo of kb's word, a word form and a path are not tools (the second reader's cases, other phrasings)
+    for q in (
+        "the optimzer step runs out of memory on 4 gpus",
+        "checkpointing slows every step by half",
+        "/home/lisi/projects/foo/run.py fails at the first backward with an oom",
+    ):
+        assert not any("kb covers" in n.message for n in engine.ask(q).notes), q
 
 
 def test_a_question_with_too_little_to_go_on_is_thin():
     """THIN_TOKENS: fewer distinct tokens than any question the gate was calibrated on, and nothing of the field.
     Bad and ok cases of my own, none from the evaluation sets."""
-    for q in ("thanks in advance", "broken again", "帮帮忙"):
+    for q in ("thanks in advance", "anyone?", "帮帮忙"):
         assert rank.Context(read_question(q), ENTRIES).thin, q
     for q in (
         "zero3 oom",  # anchored: a ZeRO stage and OOM
@@ -135,7 +142,7 @@ def test_a_question_with_too_little_to_go_on_is_thin():
         "why is my loss flat after the warmup steps",  # four tokens or more
     ):
         assert not rank.Context(read_question(q), ENTRIES, named=q.startswith("stage3")).thin, q
-    thin = rank.Context(read_question("broken again"), ENTRIES)
+    thin = rank.Context(read_question("anyone?"), ENTRIES)
     s = rank.score([_hit("c")], thin)[0].score
     with rank.disabled("thin"):
         full = rank.score([_hit("c")], rank.Context(thin.question, ENTRIES))[0].score
@@ -144,9 +151,10 @@ def test_a_question_with_too_little_to_go_on_is_thin():
 
 
 def test_the_engine_says_what_a_thin_question_lacks(engine):
-    ans = engine.ask("broken again, thoughts")
+    ans = engine.ask("same here, any news?")
     assert not ans.answered and any("too little" in n.message for n in ans.notes)
-    assert any("报错" in n.message for n in engine.ask("又不行了").notes)
+    assert any("报错" in n.message for n in engine.ask("求解答").notes)
+    assert not any("too little" in n.message for n in engine.ask("nan loss").notes)  # answered: no advice
 
 
 def _scored(*pairs: tuple[str, float]) -> list[Hit]:

@@ -251,3 +251,19 @@ def test_axolotl_command_boundaries():
     assert spans["vllm-serve"] == [["0.8.1", "0.19.0"]] and spans["quantize"] == [["0.10.0", "0.19.0"]]
     assert spans["shard"] == [["0.6.0", "0.6.0"]] and spans["lm-eval"] == [["0.7.0", "0.19.0"]]
     assert spans["train"] == [["0.6.0", "0.19.0"]]
+
+
+def test_a_subcommand_the_user_s_release_dropped_is_a_removal():
+    """'chat' with 0.19-era choices: removed after 0.18.2, not "added" (the second reader's case). Choices printed
+    without quotes, as Python 3.12.8 / 3.13.1 and later print them, are read too."""
+    from kb.ask.facts import subcommand_facts
+    from kb.registry.store import default_registry
+
+    base = default_registry()._default_view()
+    err = "trl: error: argument command: invalid choice: 'chat' (choose from dpo, env, grpo, kto, sft, vllm-serve)"
+    (f,) = subcommand_facts(err, base)
+    assert (f.event, f.last, f.release, f.user_release) == ("removed", "0.18.2", "0.19.1", "0.19.1-0.21.0")
+    quoted = "trl: invalid choice: 'vllm-serve' (choose from 'chat', 'dpo', 'env', 'grpo', 'kto', 'sft')"
+    unquoted = "trl: invalid choice: 'vllm-serve' (choose from chat, dpo, env, grpo, kto, sft)"
+    assert [(x.event, x.release) for x in subcommand_facts(quoted, base)] == [("added", "0.16.1")]
+    assert [(x.event, x.release) for x in subcommand_facts(unquoted, base)] == [("added", "0.16.1")]

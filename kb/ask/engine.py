@@ -53,12 +53,30 @@ class Engine:
         self.retriever = Retriever(self.index, embedder_for_id(self.index.embedder_id))
         self._registry_words: frozenset[str] | None = None
         self._ds_config_words: frozenset[str] | None = None
+        self._by_initial: dict[str, list[str]] | None = None
 
     def knows(self, token: str) -> bool:
         """Is ``token`` (kb.ask.text.tokenize's form) a word of kb's: an entry's, a field term, a registry name?"""
         if self._registry_words is None:  # built the first time a question has a word the entries do not
             self._registry_words = frozenset(n.lower() for n in self.registry._default_view().by_name)
         return self.retriever.knows(token) or token in rank.DOMAIN_ANCHORS or token in self._registry_words
+
+    def typo_of_known(self, word: str) -> bool:
+        """Is ``word`` one edit (a letter changed, added, dropped, or two swapped) from a word the entries use, with
+        the same first letter (a typo keeps it: "optimzer", "gradeint"; "ollama" is not "llama")? Words of 5 letters
+        or more only."""
+        if len(word) < 5:
+            return False
+        if self._by_initial is None:
+            self._by_initial = {}
+            for tok in self.retriever.vocabulary():
+                if tok.isascii() and tok.isalpha() and len(tok) >= 4:
+                    self._by_initial.setdefault(tok[0], []).append(tok)
+        from rapidfuzz.distance import DamerauLevenshtein
+        from rapidfuzz.process import extractOne
+
+        near = [t for t in self._by_initial.get(word[0], []) if abs(len(t) - len(word)) <= 1]
+        return extractOne(word, near, scorer=DamerauLevenshtein.distance, score_cutoff=1) is not None
 
     def ds_config_word(self, token: str) -> bool:
         """Is ``token`` a section or top-level key of DeepSpeed's config (``nebula``, ``zero_optimization``,
@@ -163,6 +181,7 @@ class Engine:
             named=bool(anchors),
             units=self.index.units,
             known=self.knows,
+            typo=self.typo_of_known,
             field_word=self.ds_config_word,
         )
         ranked = rank.score(found, ctx)

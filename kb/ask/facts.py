@@ -95,16 +95,17 @@ def registry_facts(names: tuple[str, ...], text: str, base: Registry, view: Regi
 
 # argparse's message for a subcommand its parser does not have (``trl: error: argument command: invalid choice:
 # 'vllm-serve' (choose from 'chat', 'dpo', ...)``): the choices it lists are the user's release's subcommands
-_INVALID_CHOICE = re.compile(r"invalid choice: '([\w.-]+)' \(choose from ([^)]*)\)")
+# (Python 3.12.8 / 3.13.1 and later print the choices without quotes; 3.14 may add "maybe you meant ...?")
+_INVALID_CHOICE = re.compile(r"invalid choice: '([\w.-]+)'(?:, maybe you meant '[\w.-]+'\?)? \(choose from ([^)]*)\)")
 
 
 def subcommand_facts(text: str, base: Registry) -> list[Fact]:
-    """A pasted "invalid choice" for a command whose subcommands the timelines record per release (``trl``): the
-    subcommand is added in some release, and the user's release is the one whose subcommands are exactly the choices
-    the error lists (a range of releases where several have the same set)."""
+    """A pasted "invalid choice" for a command whose subcommands the timelines record per release (``trl``): the user's
+    release is the one whose subcommands are exactly the choices the error lists (a range of releases where several
+    have the same set), and the fact is the release that added the subcommand after it, or that removed it before it."""
     out: list[Fact] = []
     for m in _INVALID_CHOICE.finditer(text):
-        sub, listed = m.group(1), frozenset(re.findall(r"'([\w.-]+)'", m.group(2)))
+        sub, listed = m.group(1), frozenset(c.strip(" '\"") for c in m.group(2).split(",") if c.strip(" '\""))
         for pkg, tl in sorted(base.timelines.items()):
             prefix = f"{pkg}:cli/"
             subs = {rid: n for rid, n in tl.names.items() if rid.startswith(prefix) and n.kind == "script"}
@@ -126,8 +127,17 @@ def subcommand_facts(text: str, base: Registry) -> list[Fact]:
             if rec is None or not have or not at or tl.present(hit, at[-1]):
                 continue
             user = at[0] if len(at) == 1 else f"{at[0]}-{at[-1]}"
-            since = next((r for r in have if tl.releases.index(r) > tl.releases.index(at[-1])), have[0])
-            out.append(Fact(hit, "added", rec, None, since, None, user, True, _score(True), _oldest(base, pkg, since)))
+            i0, i1 = tl.releases.index(at[0]), tl.releases.index(at[-1])
+            since = next((r for r in have if tl.releases.index(r) > i1), None)
+            if since is not None:  # a later release has it: added after the user's
+                out.append(
+                    Fact(hit, "added", rec, None, since, None, user, True, _score(True), _oldest(base, pkg, since))
+                )
+                continue
+            last = max((r for r in have if tl.releases.index(r) < i0), key=tl.releases.index, default=None)
+            if last is not None:  # only earlier releases have it: removed before the user's
+                gone = tl.next_release(last)
+                out.append(Fact(hit, "removed", rec, None, gone, last, user, True, _score(True)))
     return out
 
 

@@ -142,6 +142,7 @@ class Context:
     named: bool = False  # the question names a registry name (kb.registry.factcheck resolved it)
     units: list[dict[str, Any]] = field(default_factory=list)  # the index's units (for the "why" of a result)
     known: Callable[[str], bool] | None = None  # is this token one kb has (an entry's word, a registry name)?
+    typo: Callable[[str], bool] | None = None  # is this word one edit from a word of kb's (a typo, not a name)?
     field_word: Callable[[str], bool] | None = None  # a ds_config section or top-level key? (only ``thin`` reads it)
     _anchored: bool | None = None
     _off_task: bool | None = None
@@ -187,7 +188,7 @@ class Context:
         if self._other_tools is None:
             q = self.question
             stack = self.named or q.is_log or q.config is not None or any(t in KB_STACK for t in q.tokens)
-            self._other_tools = [] if stack or self.known is None else foreign_names(q.words, self.known)
+            self._other_tools = [] if stack or self.known is None else foreign_names(q.words, self.known, self.typo)
         return self._other_tools
 
 
@@ -285,9 +286,13 @@ def _compound(run: str, known: Callable[[str], bool]) -> bool:
     return ok[-1]
 
 
-def foreign_names(words: tuple[Word, ...], known: Callable[[str], bool]) -> list[str]:
+def foreign_names(
+    words: tuple[Word, ...], known: Callable[[str], bool], typo: Callable[[str], bool] | None = None
+) -> list[str]:
     """The question's words (``Question.words``) that name something kb has never seen and English does not have
-    (see NAME_MIN_LETTERS), in order. Case does not split a name: "TensorRT" and "tensorrt" are one."""
+    (see NAME_MIN_LETTERS), in order. Case does not split a name: "TensorRT" and "tensorrt" are one. Not a word form
+    of a known or English word ("ckpts", "precomputed": ``_inflected``), nor a typo of one of kb's words (``typo``:
+    "optimzer", "gradeint")."""
     out: list[str] = []
     for w in words:
         if known(w.token):
@@ -295,10 +300,24 @@ def foreign_names(words: tuple[Word, ...], known: Callable[[str], bool]) -> list
         for run, token in w.runs:
             if len(run) < NAME_MIN_LETTERS or known(token) or _compound(run, known):
                 continue
-            if not _english(run):
-                out.append(w.text)
-                break
+            if _english(run) or _inflected(run, known) or (typo is not None and typo(run)):
+                continue
+            out.append(w.text)
+            break
     return out
+
+
+_INFLECTIONS = ("ing", "ed", "es", "s", "er", "ers")  # English word endings: the stem is tried as itself and with "e"
+
+
+def _inflected(run: str, known: Callable[[str], bool]) -> bool:
+    for suf in _INFLECTIONS:
+        stem = run[: -len(suf)]
+        if run.endswith(suf) and len(stem) >= 3:
+            for base in (stem, stem + "e"):
+                if known(base) or _english(base):
+                    return True
+    return False
 
 
 def _english(word: str) -> bool:

@@ -78,6 +78,10 @@ class Retriever:
             for s in (sig["pattern"] for sig in e.get("signatures", [])):  # {pattern, examples}
                 self._sigs.setdefault(s, (_required_literal(s), []))[1].append(eid)
 
+    def vocabulary(self) -> list[str]:
+        """Every token the index's units have."""
+        return list(self._vocab)
+
     def knows(self, token: str) -> bool:
         """Does any unit of the index have ``token`` (kb.ask.text.tokenize's form)?"""
         return token in self._vocab

@@ -187,10 +187,13 @@ class Word:
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*")
 
 
+_PATHLIKE = re.compile(r"\S*[/\\]\S*")  # a URL or a file path: its parts are names of places, not of tools
+
+
 def latin_words(text: str) -> tuple[Word, ...]:
-    """Each Latin word of ``text`` once, in order."""
+    """Each Latin word of ``text`` once, in order; not the parts of a URL or a path."""
     out = []
-    for w in dict.fromkeys(m.group().lower().rstrip(".-+") for m in _LATIN_WORD.finditer(text)):
+    for w in dict.fromkeys(m.group().lower().rstrip(".-+") for m in _LATIN_WORD.finditer(_PATHLIKE.sub(" ", text))):
         runs = tuple((r, (tokenize(r)[:1] or [r])[0]) for r in re.findall(r"[a-z]+", w))
         out.append(Word(w, (tokenize(w)[:1] or [w])[0], runs))
     return tuple(out)

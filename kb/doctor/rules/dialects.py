@@ -276,8 +276,8 @@ def _subcommand_problem(c: Ctx) -> tuple[str, str, str, str] | None:
     views=("trl", "swift"),
     summary="`trl X` / `swift X` where X is not a subcommand of the judged release (added later, removed, or never one)",
     effect="the command exits before training. Read in each release's CLI: trl 0.12.2 trl/commands/cli.py:31 "
-    "(SUPPORTED_COMMANDS; main raises ValueError for any other), 0.13-0.29 trl/cli.py (argparse subparsers: "
-    "'invalid choice'), 1.x trl/cli/commands/__init__.py get_commands() (argparse subparsers); ms-swift 3.0-4.6 "
+    "(SUPPORTED_COMMANDS; main raises ValueError for any other), 0.13-0.28 trl/cli.py (argparse subparsers: "
+    "'invalid choice'), 0.29 and 1.x trl/cli/commands/__init__.py get_commands() (argparse subparsers); ms-swift 3.0-4.6 "
     "swift/cli/main.py ROUTE_MAPPING (cli_main looks the subcommand up in it: KeyError for any other)",
     bad=[
         Case("trl grpp --model_name_or_path m --dataset_name d --output_dir o\n", "a misspelt trl subcommand"),
